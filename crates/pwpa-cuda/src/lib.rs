@@ -1,0 +1,1 @@
+//! CUDA backend of pwpa (placeholder; see issue 4).

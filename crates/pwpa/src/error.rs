@@ -1,0 +1,167 @@
+//! The one error type of the core crate: every variant names the problem.
+
+use std::path::PathBuf;
+
+/// Errors of table construction, validation, I/O, fitting and evaluation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// P = 0.
+    #[error("a table needs at least one partition (got 0)")]
+    ZeroPartitions,
+    /// More partitions than supported.
+    #[error("{partitions} partitions is more than the limit of {max}")]
+    TooManyPartitions {
+        /// Requested.
+        partitions: usize,
+        /// Limit.
+        max: usize,
+    },
+    /// lo ≥ hi for a uniform grid or a fit range.
+    #[error("empty range: lo = {lo} must be less than hi = {hi}")]
+    EmptyRange {
+        /// Lower end.
+        lo: f64,
+        /// Upper end.
+        hi: f64,
+    },
+    /// Breakpoints not strictly increasing.
+    #[error("breakpoints must be strictly increasing: point {index} ({next}) is not greater than point {prev_index} ({prev})")]
+    UnsortedBreakpoints {
+        /// Index of the earlier point.
+        prev_index: usize,
+        /// Earlier point.
+        prev: f32,
+        /// Index of the offending point.
+        index: usize,
+        /// Offending point.
+        next: f32,
+    },
+    /// A breakpoint list with fewer than 2 points.
+    #[error("an arbitrary breakpoint list needs at least 2 points (got {0})")]
+    TooFewBreakpoints(usize),
+    /// NaN or infinite value where a finite one is needed.
+    #[error("{what} {index} is not finite ({value})")]
+    NonFinite {
+        /// What kind of value (breakpoint, coefficient, anchor, …).
+        what: &'static str,
+        /// Position.
+        index: usize,
+        /// The value.
+        value: f32,
+    },
+    /// Degree above the supported maximum.
+    #[error("degree {degree} is above the maximum of {max}")]
+    DegreeTooLarge {
+        /// Requested.
+        degree: usize,
+        /// Limit.
+        max: usize,
+    },
+    /// Wrong number of coefficients for P and D.
+    #[error("expected {expected} coefficients for {partitions} partitions of degree {degree}, found {found}")]
+    CoefficientCount {
+        /// P.
+        partitions: usize,
+        /// D.
+        degree: usize,
+        /// P·(D+1).
+        expected: usize,
+        /// Given.
+        found: usize,
+    },
+    /// Wrong number of anchors.
+    #[error("expected {expected} anchors (one per partition), found {found}")]
+    AnchorCount {
+        /// P.
+        expected: usize,
+        /// Given.
+        found: usize,
+    },
+    /// A tail policy that cannot be used.
+    #[error("invalid {side} tail: {reason}")]
+    InvalidTail {
+        /// "left" or "right".
+        side: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// JSON that does not parse or does not match the schema.
+    #[error("malformed table file: {0}")]
+    Format(String),
+    /// A format version this build does not read.
+    #[error("unsupported table format version {found} (this build reads version {supported})")]
+    UnsupportedVersion {
+        /// Found in the file.
+        found: u64,
+        /// Supported.
+        supported: u64,
+    },
+    /// A file that cannot be read or written.
+    #[error("{action} {path}: {source}")]
+    Io {
+        /// "cannot read", "cannot write", …
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Unknown catalogue function.
+    #[error("unknown function '{0}' (run `pwpa functions` for the list, or give an expression in x)")]
+    UnknownFunction(String),
+    /// An expression that does not parse or evaluate.
+    #[error("cannot parse expression '{expr}': {reason}")]
+    Expression {
+        /// The text.
+        expr: String,
+        /// Parser message.
+        reason: String,
+    },
+    /// A dtype that is not f32/f16/bf16.
+    #[error("unsupported dtype {0}")]
+    UnsupportedDType(String),
+    /// Input and output buffers of different lengths.
+    #[error("input has {input} elements but output has {output}")]
+    LengthMismatch {
+        /// Input length.
+        input: usize,
+        /// Output length.
+        output: usize,
+    },
+    /// The function is not finite on the requested range.
+    #[error("function '{function}' is not finite at x = {x} (value {value}); choose a range where it is finite")]
+    NotFinite {
+        /// The function.
+        function: String,
+        /// Where.
+        x: f64,
+        /// What it returned.
+        value: f64,
+    },
+    /// Sampled data that cannot define a function.
+    #[error("invalid sample data: {0}")]
+    Samples(String),
+    /// Fitting failed or a target could not be met.
+    #[error("fit failed: {0}")]
+    Fit(String),
+    /// An array file (npy or raw) of the wrong kind.
+    #[error("{0}")]
+    Array(String),
+    /// An invalid argument.
+    #[error("{0}")]
+    InvalidArgument(String),
+}
+
+/// Result alias.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An I/O error with its path.
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! The versioned JSON table format (see `docs/FORMAT.md`).
+//!
+//! Loading validates everything [`Table::validate`] checks; saving writes to a
+//! temporary file in the destination's directory and renames it, so a failed
+//! write never leaves a half-written table.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::table::{soa_to_aos, Breakpoints, Layout, Table, Tail};
+
+/// The `format` field of every table file.
+pub const FORMAT_NAME: &str = "pwpa-table";
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u64 = 1;
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileV1 {
+    format: String,
+    version: u64,
+    degree: usize,
+    breakpoints: BreakpointsV1,
+    anchors: Vec<f32>,
+    layout: Layout,
+    coefficients: Vec<f32>,
+    tails: TailsV1,
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    meta: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+enum BreakpointsV1 {
+    Uniform { lo: f32, hi: f32, partitions: usize },
+    Arbitrary { points: Vec<f32> },
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TailsV1 {
+    left: TailV1,
+    right: TailV1,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+enum TailV1 {
+    Clamp,
+    Extend,
+    Linear {
+        slope: f32,
+        intercept: f32,
+    },
+    Constant {
+        value: f32,
+    },
+    Exp2 {
+        negative: bool,
+        anchor: f32,
+        coefficients: Vec<f32>,
+    },
+}
+
+impl From<&Tail> for TailV1 {
+    fn from(t: &Tail) -> Self {
+        match t {
+            Tail::Clamp => TailV1::Clamp,
+            Tail::Extend => TailV1::Extend,
+            Tail::Linear { slope, intercept } => TailV1::Linear {
+                slope: *slope,
+                intercept: *intercept,
+            },
+            Tail::Constant { value } => TailV1::Constant { value: *value },
+            Tail::Exp2 {
+                negative,
+                anchor,
+                coeffs,
+            } => TailV1::Exp2 {
+                negative: *negative,
+                anchor: *anchor,
+                coefficients: coeffs.clone(),
+            },
+        }
+    }
+}
+
+impl From<TailV1> for Tail {
+    fn from(t: TailV1) -> Self {
+        match t {
+            TailV1::Clamp => Tail::Clamp,
+            TailV1::Extend => Tail::Extend,
+            TailV1::Linear { slope, intercept } => Tail::Linear { slope, intercept },
+            TailV1::Constant { value } => Tail::Constant { value },
+            TailV1::Exp2 {
+                negative,
+                anchor,
+                coefficients,
+            } => Tail::Exp2 {
+                negative,
+                anchor,
+                coeffs: coefficients,
+            },
+        }
+    }
+}
+
+/// Serialises a table to the JSON format with coefficients in `layout`.
+pub fn to_json(table: &Table, layout: Layout) -> String {
+    let b = match table.breakpoints() {
+        Breakpoints::Uniform { lo, hi, partitions } => BreakpointsV1::Uniform {
+            lo: *lo,
+            hi: *hi,
+            partitions: *partitions,
+        },
+        Breakpoints::Arbitrary(p) => BreakpointsV1::Arbitrary { points: p.clone() },
+    };
+    let file = FileV1 {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+        degree: table.degree(),
+        breakpoints: b,
+        anchors: table.anchors().to_vec(),
+        layout,
+        coefficients: table.coeffs_in(layout),
+        tails: TailsV1 {
+            left: table.left_tail().into(),
+            right: table.right_tail().into(),
+        },
+        meta: table.meta.clone(),
+    };
+    serde_json::to_string_pretty(&file).expect("table serialisation cannot fail")
+}
+
+/// Parses and validates a table, returning it and the file's coefficient layout.
+pub fn from_json(text: &str) -> Result<(Table, Layout)> {
+    // Check the header first so a wrong version gets its own message.
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| Error::Format(e.to_string()))?;
+    let obj = value
+        .as_object()
+        .ok_or_else(|| Error::Format("the top level must be a JSON object".into()))?;
+    match obj.get("format").and_then(|v| v.as_str()) {
+        Some(FORMAT_NAME) => {}
+        Some(other) => {
+            return Err(Error::Format(format!(
+                "field 'format' is '{other}', expected '{FORMAT_NAME}'"
+            )))
+        }
+        None => {
+            return Err(Error::Format(format!(
+                "missing string field 'format' (expected '{FORMAT_NAME}')"
+            )))
+        }
+    }
+    match obj.get("version").and_then(|v| v.as_u64()) {
+        Some(FORMAT_VERSION) => {}
+        Some(found) => {
+            return Err(Error::UnsupportedVersion {
+                found,
+                supported: FORMAT_VERSION,
+            })
+        }
+        None => return Err(Error::Format("missing integer field 'version'".into())),
+    }
+    let file: FileV1 = serde_json::from_value(value).map_err(|e| Error::Format(e.to_string()))?;
+    let breakpoints = match file.breakpoints {
+        BreakpointsV1::Uniform { lo, hi, partitions } => Breakpoints::Uniform { lo, hi, partitions },
+        BreakpointsV1::Arbitrary { points } => Breakpoints::Arbitrary(points),
+    };
+    breakpoints.validate()?;
+    let p = breakpoints.partitions();
+    if file.degree > crate::table::MAX_DEGREE {
+        return Err(Error::DegreeTooLarge {
+            degree: file.degree,
+            max: crate::table::MAX_DEGREE,
+        });
+    }
+    let coeffs = match file.layout {
+        Layout::Aos => file.coefficients,
+        Layout::Soa => soa_to_aos(&file.coefficients, p, file.degree)?,
+    };
+    let mut table = Table::new(
+        breakpoints,
+        file.degree,
+        file.anchors,
+        coeffs,
+        file.tails.left.into(),
+        file.tails.right.into(),
+    )?;
+    table.meta = file.meta;
+    Ok((table, file.layout))
+}
+
+/// Loads a table file.
+pub fn load(path: impl AsRef<Path>) -> Result<Table> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io("cannot read", path, e))?;
+    from_json(&text)
+        .map(|(t, _)| t)
+        .map_err(|e| match e {
+            Error::Format(m) => Error::Format(format!("{}: {m}", path.display())),
+            other => other,
+        })
+}
+
+/// Saves a table file atomically (temporary file + rename).
+pub fn save(table: &Table, path: impl AsRef<Path>, layout: Layout) -> Result<()> {
+    write_atomic(path, to_json(table, layout).as_bytes())
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a
+/// rename, so readers never see a partial file and a failure leaves nothing behind.
+pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
+    let path = path.as_ref();
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::InvalidArgument(format!("not a file path: {}", path.display())))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io("cannot write", path, e));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Table {
+        let b = Breakpoints::arbitrary(vec![-3.0, -1.0, 0.25, 4.0]).unwrap();
+        let coeffs: Vec<f32> = (0..9).map(|i| (i as f32 * 0.7).cos() / 3.0).collect();
+        let mut t = Table::new(
+            b.clone(),
+            2,
+            Table::midpoint_anchors(&b),
+            coeffs,
+            Tail::Exp2 {
+                negative: true,
+                anchor: -3.0,
+                coeffs: vec![0.1, 1.5, -2.25],
+            },
+            Tail::Linear {
+                slope: 1.0,
+                intercept: -0.125,
+            },
+        )
+        .unwrap();
+        t.meta.insert("function".into(), "test".into());
+        t
+    }
+
+    #[test]
+    fn json_round_trip_is_exact_in_both_layouts() {
+        let t = sample();
+        for layout in [Layout::Aos, Layout::Soa] {
+            let (back, l) = from_json(&to_json(&t, layout)).unwrap();
+            assert_eq!(l, layout);
+            assert_eq!(back, t);
+        }
+    }
+
+    #[test]
+    fn bad_files_get_clear_errors() {
+        let good = to_json(&sample(), Layout::Aos);
+        let e = from_json("{").unwrap_err().to_string();
+        assert!(e.contains("malformed"), "{e}");
+        let e = from_json(&good.replace("\"version\": 1", "\"version\": 7"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("version 7"), "{e}");
+        let e = from_json(&good.replace("pwpa-table", "other"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'other'"), "{e}");
+        let e = from_json(&good.replace("-1.0,", "-4.0,"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("strictly increasing"), "{e}");
+        let e = from_json(&good.replace("\"degree\": 2", "\"degree\": 3"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected 12 coefficients"), "{e}");
+    }
+
+    #[test]
+    fn atomic_save_leaves_no_partial_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.json");
+        save(&sample(), &p, Layout::Soa).unwrap();
+        assert_eq!(load(&p).unwrap(), sample());
+        let bad = dir.path().join("missing-dir").join("t.json");
+        assert!(save(&sample(), &bad, Layout::Aos).is_err());
+        assert!(!bad.exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

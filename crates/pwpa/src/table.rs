@@ -1,0 +1,848 @@
+//! The table model: partitions, per-partition polynomials, tails.
+//!
+//! # Evaluation convention (shared by every backend, bit for bit)
+//!
+//! A table has P partitions over `[b_0, b_P]`, degree D, and for partition `i` an
+//! anchor `a_i` and D+1 f32 coefficients `c_i[0..=D]`, highest power first. For an
+//! f32 input `x` (16-bit inputs widen exactly):
+//!
+//! 1. `x` NaN → NaN (written as the output type's canonical quiet NaN).
+//! 2. `x < b_0` → left tail; `x > b_P` → right tail (see [`Tail`]); ±Inf always take a tail.
+//! 3. Otherwise the partition index `i` is
+//!    - uniform breakpoints: `u = (x - lo) * inv_step` (two separately rounded f32
+//!      operations, never fused; `inv_step` = [`Breakpoints::inv_step`]),
+//!      `i = min(trunc(u), P - 1)`;
+//!    - arbitrary breakpoints: the first `i` with `x < b_{i+1}`, or P−1 if none
+//!      (the seed's rule, with its out-of-range defect fixed).
+//! 4. `t = x - a_i` (one f32 subtraction), then Horner with fused multiply-add:
+//!    `r = c[0]; for k in 1..=D { r = fma(r, t, c[k]) }`.
+//! 5. The f32 result is rounded once into the output type.
+//!
+//! Anchors make the local coordinate explicit: a table fitted by pwpa anchors each
+//! piece at its midpoint (well conditioned at high degree), while a table imported
+//! from the seed's global-x format has all anchors 0, so `t = x` and the import is exact.
+
+use crate::error::{Error, Result};
+
+/// Largest supported polynomial degree.
+pub const MAX_DEGREE: usize = 15;
+/// Largest supported partition count.
+pub const MAX_PARTITIONS: usize = 1 << 20;
+/// Largest degree of the exponent polynomial of an [`Tail::Exp2`] tail.
+pub const MAX_TAIL_DEGREE: usize = 7;
+
+/// Partition boundaries.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Breakpoints {
+    /// `partitions` equal pieces over `[lo, hi]`, indexed by one subtract and one multiply.
+    Uniform {
+        /// Left end b_0.
+        lo: f32,
+        /// Right end b_P.
+        hi: f32,
+        /// P.
+        partitions: usize,
+    },
+    /// A strictly increasing list b_0 < … < b_P (P+1 points).
+    Arbitrary(Vec<f32>),
+}
+
+impl Breakpoints {
+    /// Uniform breakpoints, validated.
+    pub fn uniform(lo: f32, hi: f32, partitions: usize) -> Result<Self> {
+        let b = Breakpoints::Uniform { lo, hi, partitions };
+        b.validate()?;
+        Ok(b)
+    }
+
+    /// Arbitrary breakpoints, validated.
+    pub fn arbitrary(points: Vec<f32>) -> Result<Self> {
+        let b = Breakpoints::Arbitrary(points);
+        b.validate()?;
+        Ok(b)
+    }
+
+    /// Checks P ≥ 1, finiteness and strict increase.
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            Breakpoints::Uniform { lo, hi, partitions } => {
+                if *partitions == 0 {
+                    return Err(Error::ZeroPartitions);
+                }
+                if *partitions > MAX_PARTITIONS {
+                    return Err(Error::TooManyPartitions {
+                        partitions: *partitions,
+                        max: MAX_PARTITIONS,
+                    });
+                }
+                for (index, v) in [*lo, *hi].into_iter().enumerate() {
+                    if !v.is_finite() {
+                        return Err(Error::NonFinite {
+                            what: "range end",
+                            index,
+                            value: v,
+                        });
+                    }
+                }
+                if lo >= hi {
+                    return Err(Error::EmptyRange {
+                        lo: *lo as f64,
+                        hi: *hi as f64,
+                    });
+                }
+                let inv = self.inv_step();
+                if !inv.is_finite() || inv <= 0.0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "uniform grid [{lo}, {hi}] with {partitions} partitions has a step too small for f32"
+                    )));
+                }
+                Ok(())
+            }
+            Breakpoints::Arbitrary(points) => {
+                if points.len() < 2 {
+                    if points.len() == 1 {
+                        return Err(Error::ZeroPartitions);
+                    }
+                    return Err(Error::TooFewBreakpoints(points.len()));
+                }
+                if points.len() - 1 > MAX_PARTITIONS {
+                    return Err(Error::TooManyPartitions {
+                        partitions: points.len() - 1,
+                        max: MAX_PARTITIONS,
+                    });
+                }
+                for (index, &value) in points.iter().enumerate() {
+                    if !value.is_finite() {
+                        return Err(Error::NonFinite {
+                            what: "breakpoint",
+                            index,
+                            value,
+                        });
+                    }
+                }
+                for i in 1..points.len() {
+                    if points[i] <= points[i - 1] {
+                        return Err(Error::UnsortedBreakpoints {
+                            prev_index: i - 1,
+                            prev: points[i - 1],
+                            index: i,
+                            next: points[i],
+                        });
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// P, the number of partitions.
+    pub fn partitions(&self) -> usize {
+        match self {
+            Breakpoints::Uniform { partitions, .. } => *partitions,
+            Breakpoints::Arbitrary(p) => p.len().saturating_sub(1),
+        }
+    }
+
+    /// b_0.
+    pub fn lo(&self) -> f32 {
+        match self {
+            Breakpoints::Uniform { lo, .. } => *lo,
+            Breakpoints::Arbitrary(p) => p[0],
+        }
+    }
+
+    /// b_P.
+    pub fn hi(&self) -> f32 {
+        match self {
+            Breakpoints::Uniform { hi, .. } => *hi,
+            Breakpoints::Arbitrary(p) => p[p.len() - 1],
+        }
+    }
+
+    /// Whether the grid is uniform.
+    pub fn is_uniform(&self) -> bool {
+        matches!(self, Breakpoints::Uniform { .. })
+    }
+
+    /// The f32 reciprocal step of a uniform grid, `P / (hi - lo)` computed in f64 and
+    /// rounded once. Every backend uses this exact value. 0 for arbitrary grids.
+    pub fn inv_step(&self) -> f32 {
+        match self {
+            Breakpoints::Uniform { lo, hi, partitions } => {
+                (*partitions as f64 / (*hi as f64 - *lo as f64)) as f32
+            }
+            Breakpoints::Arbitrary(_) => 0.0,
+        }
+    }
+
+    /// Nominal position of breakpoint `i` (0..=P) in f64. For uniform grids this is
+    /// `lo + i (hi - lo) / P`; the index rule decides membership near it.
+    pub fn point(&self, i: usize) -> f64 {
+        match self {
+            Breakpoints::Uniform { lo, hi, partitions } => {
+                if i == *partitions {
+                    *hi as f64
+                } else {
+                    *lo as f64 + (*hi as f64 - *lo as f64) * i as f64 / *partitions as f64
+                }
+            }
+            Breakpoints::Arbitrary(p) => p[i] as f64,
+        }
+    }
+
+    /// All P+1 nominal points as f64.
+    pub fn points_f64(&self) -> Vec<f64> {
+        (0..=self.partitions()).map(|i| self.point(i)).collect()
+    }
+
+    /// The partition index of a finite `x` in `[b_0, b_P]` (the index rule above).
+    /// Values outside clamp to the edge partitions.
+    #[inline]
+    pub fn index(&self, x: f32) -> usize {
+        match self {
+            Breakpoints::Uniform { lo, partitions, .. } => {
+                uniform_index(x, *lo, self.inv_step(), *partitions)
+            }
+            Breakpoints::Arbitrary(p) => arbitrary_index(p, x),
+        }
+    }
+}
+
+/// Uniform index rule: `min(trunc((x - lo) * inv_step), P - 1)`, clamped at 0.
+#[inline(always)]
+pub fn uniform_index(x: f32, lo: f32, inv_step: f32, partitions: usize) -> usize {
+    let d = x - lo;
+    let u = d * inv_step;
+    // `as usize` truncates toward zero and saturates (negative and NaN give 0).
+    (u as usize).min(partitions - 1)
+}
+
+/// Arbitrary index rule: the first i with `x < points[i+1]`, else P−1.
+#[inline]
+pub fn arbitrary_index(points: &[f32], x: f32) -> usize {
+    let p = points.len() - 1;
+    // Interior points b_1..b_{P-1}: the index is how many of them are ≤ x.
+    points[1..p].partition_point(|&b| b <= x)
+}
+
+/// What a table returns outside `[b_0, b_P]`, per side.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tail {
+    /// The edge polynomial's value at the edge point (x clamped into the range).
+    Clamp,
+    /// The edge polynomial evaluated at x itself.
+    Extend,
+    /// `fma(slope, x, intercept)`; a zero slope returns `intercept` (also for ±Inf).
+    Linear {
+        /// a.
+        slope: f32,
+        /// b.
+        intercept: f32,
+    },
+    /// A constant.
+    Constant {
+        /// The value.
+        value: f32,
+    },
+    /// `±2^q(x - anchor)`, q a polynomial (highest power first), 2^q computed by
+    /// [`exp2_f32`]: keeps relative accuracy where a function decays exponentially.
+    Exp2 {
+        /// Return −2^q instead of 2^q.
+        negative: bool,
+        /// Local origin of q.
+        anchor: f32,
+        /// Coefficients of q, highest power first (1..=MAX_TAIL_DEGREE+1 of them).
+        coeffs: Vec<f32>,
+    },
+}
+
+impl Tail {
+    /// Checks the tail's parameters.
+    pub fn validate(&self, side: &'static str) -> Result<()> {
+        let bad = |reason: String| Err(Error::InvalidTail { side, reason });
+        match self {
+            Tail::Clamp | Tail::Extend => Ok(()),
+            Tail::Linear { slope, intercept } => {
+                if !slope.is_finite() || !intercept.is_finite() {
+                    return bad(format!(
+                        "linear tail needs finite slope and intercept (got {slope}, {intercept})"
+                    ));
+                }
+                Ok(())
+            }
+            Tail::Constant { value } => {
+                if value.is_nan() {
+                    return bad("constant tail value is NaN".into());
+                }
+                Ok(())
+            }
+            Tail::Exp2 { anchor, coeffs, .. } => {
+                if coeffs.is_empty() || coeffs.len() > MAX_TAIL_DEGREE + 1 {
+                    return bad(format!(
+                        "exp2 tail needs 1 to {} coefficients (got {})",
+                        MAX_TAIL_DEGREE + 1,
+                        coeffs.len()
+                    ));
+                }
+                if !anchor.is_finite() || coeffs.iter().any(|c| !c.is_finite()) {
+                    return bad("exp2 tail anchor and coefficients must be finite".into());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Short name: clamp, extend, linear, constant, exp2.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Tail::Clamp => "clamp",
+            Tail::Extend => "extend",
+            Tail::Linear { .. } => "linear",
+            Tail::Constant { .. } => "constant",
+            Tail::Exp2 { .. } => "exp2",
+        }
+    }
+}
+
+/// Coefficients of 2^f on [-1/2, 1/2] (Taylor series of e^{f ln 2} to degree 7,
+/// truncation error below 6e-9), highest power first, as f32 bit patterns so that
+/// every backend uses the very same constants.
+pub const EXP2_POLY_BITS: [u32; 8] = [
+    0x377f_e5fe,
+    0x3921_8489,
+    0x3aae_c3ff,
+    0x3c1d_955b,
+    0x3d63_5847,
+    0x3e75_fdf0,
+    0x3f31_7218,
+    0x3f80_0000,
+];
+
+/// 2^p in f32, the exact recipe every backend follows:
+/// NaN → NaN; p ≥ 128 → +Inf; p < −150 → +0; otherwise n = round-half-even(p),
+/// f = p − n (exact), r = Horner(EXP2_POLY, f) with FMA, and the result is r·2^n
+/// by adding n to the exponent bits (n > 127: add 127, then multiply by 2;
+/// n < −125: add n + 64, then multiply by 2^−64, so subnormals round once).
+#[inline]
+pub fn exp2_f32(p: f32) -> f32 {
+    if p.is_nan() {
+        return f32::NAN;
+    }
+    if p >= 128.0 {
+        return f32::INFINITY;
+    }
+    if p < -150.0 {
+        return 0.0;
+    }
+    let n = p.round_ties_even();
+    let f = p - n;
+    let mut r = f32::from_bits(EXP2_POLY_BITS[0]);
+    for &c in &EXP2_POLY_BITS[1..] {
+        r = r.mul_add(f, f32::from_bits(c));
+    }
+    let n = n as i32;
+    let bits = r.to_bits() as i32;
+    if n > 127 {
+        f32::from_bits((bits + (127 << 23)) as u32) * 2.0
+    } else if n >= -125 {
+        f32::from_bits((bits + (n << 23)) as u32)
+    } else {
+        f32::from_bits((bits + ((n + 64) << 23)) as u32) * f32::from_bits(0x1f80_0000) // 2^-64
+    }
+}
+
+/// Horner with FMA, highest power first.
+#[inline(always)]
+pub fn horner(coeffs: &[f32], t: f32) -> f32 {
+    let mut r = coeffs[0];
+    for &c in &coeffs[1..] {
+        r = r.mul_add(t, c);
+    }
+    r
+}
+
+/// Coefficient layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// Array of structures: `c[p * (D+1) + k]`.
+    Aos,
+    /// Structure of arrays: `c[k * P + p]` (the seed's SoA).
+    Soa,
+}
+
+impl std::str::FromStr for Layout {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "aos" => Ok(Layout::Aos),
+            "soa" => Ok(Layout::Soa),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown layout '{s}' (expected aos or soa)"
+            ))),
+        }
+    }
+}
+
+/// AoS `P×(D+1)` → SoA `(D+1)×P`. Exact (a permutation).
+pub fn aos_to_soa(aos: &[f32], partitions: usize, degree: usize) -> Result<Vec<f32>> {
+    check_count(aos.len(), partitions, degree)?;
+    let n = degree + 1;
+    let mut soa = vec![0.0; aos.len()];
+    for p in 0..partitions {
+        for k in 0..n {
+            soa[k * partitions + p] = aos[p * n + k];
+        }
+    }
+    Ok(soa)
+}
+
+/// SoA `(D+1)×P` → AoS `P×(D+1)`. Exact (a permutation).
+pub fn soa_to_aos(soa: &[f32], partitions: usize, degree: usize) -> Result<Vec<f32>> {
+    check_count(soa.len(), partitions, degree)?;
+    let n = degree + 1;
+    let mut aos = vec![0.0; soa.len()];
+    for p in 0..partitions {
+        for k in 0..n {
+            aos[p * n + k] = soa[k * partitions + p];
+        }
+    }
+    Ok(aos)
+}
+
+fn check_count(found: usize, partitions: usize, degree: usize) -> Result<()> {
+    let expected = partitions * (degree + 1);
+    if found != expected {
+        return Err(Error::CoefficientCount {
+            partitions,
+            degree,
+            expected,
+            found,
+        });
+    }
+    Ok(())
+}
+
+/// A piecewise polynomial table. Coefficients are held in AoS order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    breakpoints: Breakpoints,
+    degree: usize,
+    anchors: Vec<f32>,
+    coeffs: Vec<f32>,
+    left: Tail,
+    right: Tail,
+    /// Free-form provenance (function, fit method, error report); not used by evaluation.
+    pub meta: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Table {
+    /// Builds and validates a table. `coeffs` are AoS, highest power first per piece.
+    pub fn new(
+        breakpoints: Breakpoints,
+        degree: usize,
+        anchors: Vec<f32>,
+        coeffs: Vec<f32>,
+        left: Tail,
+        right: Tail,
+    ) -> Result<Self> {
+        let t = Table {
+            breakpoints,
+            degree,
+            anchors,
+            coeffs,
+            left,
+            right,
+            meta: Default::default(),
+        };
+        t.validate()?;
+        Ok(t)
+    }
+
+    /// Every invariant: breakpoints, degree, counts, finiteness, tails.
+    pub fn validate(&self) -> Result<()> {
+        self.breakpoints.validate()?;
+        if self.degree > MAX_DEGREE {
+            return Err(Error::DegreeTooLarge {
+                degree: self.degree,
+                max: MAX_DEGREE,
+            });
+        }
+        let p = self.breakpoints.partitions();
+        check_count(self.coeffs.len(), p, self.degree)?;
+        if self.anchors.len() != p {
+            return Err(Error::AnchorCount {
+                expected: p,
+                found: self.anchors.len(),
+            });
+        }
+        for (index, &value) in self.coeffs.iter().enumerate() {
+            if !value.is_finite() {
+                return Err(Error::NonFinite {
+                    what: "coefficient",
+                    index,
+                    value,
+                });
+            }
+        }
+        for (index, &value) in self.anchors.iter().enumerate() {
+            if !value.is_finite() {
+                return Err(Error::NonFinite {
+                    what: "anchor",
+                    index,
+                    value,
+                });
+            }
+        }
+        self.left.validate("left")?;
+        self.right.validate("right")?;
+        Ok(())
+    }
+
+    /// Midpoint anchors (f32) for a set of breakpoints: pwpa's default local coordinate.
+    pub fn midpoint_anchors(breakpoints: &Breakpoints) -> Vec<f32> {
+        (0..breakpoints.partitions())
+            .map(|i| (0.5 * (breakpoints.point(i) + breakpoints.point(i + 1))) as f32)
+            .collect()
+    }
+
+    /// The breakpoints.
+    pub fn breakpoints(&self) -> &Breakpoints {
+        &self.breakpoints
+    }
+    /// P.
+    pub fn partitions(&self) -> usize {
+        self.breakpoints.partitions()
+    }
+    /// D.
+    pub fn degree(&self) -> usize {
+        self.degree
+    }
+    /// Per-partition anchors.
+    pub fn anchors(&self) -> &[f32] {
+        &self.anchors
+    }
+    /// AoS coefficients, P×(D+1), highest power first.
+    pub fn coeffs(&self) -> &[f32] {
+        &self.coeffs
+    }
+    /// Coefficients of partition `i`.
+    pub fn piece(&self, i: usize) -> &[f32] {
+        let n = self.degree + 1;
+        &self.coeffs[i * n..(i + 1) * n]
+    }
+    /// Coefficients in the requested layout.
+    pub fn coeffs_in(&self, layout: Layout) -> Vec<f32> {
+        match layout {
+            Layout::Aos => self.coeffs.clone(),
+            Layout::Soa => aos_to_soa(&self.coeffs, self.partitions(), self.degree)
+                .expect("validated table"),
+        }
+    }
+    /// Left tail.
+    pub fn left_tail(&self) -> &Tail {
+        &self.left
+    }
+    /// Right tail.
+    pub fn right_tail(&self) -> &Tail {
+        &self.right
+    }
+    /// Replaces the tails (validated).
+    pub fn with_tails(mut self, left: Tail, right: Tail) -> Result<Self> {
+        left.validate("left")?;
+        right.validate("right")?;
+        self.left = left;
+        self.right = right;
+        Ok(self)
+    }
+
+    /// Evaluates piece `i` at `x` (steps 4 of the convention).
+    #[inline(always)]
+    pub fn eval_piece(&self, i: usize, x: f32) -> f32 {
+        horner(self.piece(i), x - self.anchors[i])
+    }
+
+    /// Evaluates a tail at `x`.
+    #[inline]
+    pub fn eval_tail(&self, right: bool, x: f32) -> f32 {
+        let (tail, edge_piece, edge) = if right {
+            (&self.right, self.partitions() - 1, self.breakpoints.hi())
+        } else {
+            (&self.left, 0, self.breakpoints.lo())
+        };
+        match tail {
+            Tail::Clamp => self.eval_piece(edge_piece, edge),
+            Tail::Extend => self.eval_piece(edge_piece, x),
+            Tail::Linear { slope, intercept } => {
+                if *slope == 0.0 {
+                    *intercept
+                } else {
+                    slope.mul_add(x, *intercept)
+                }
+            }
+            Tail::Constant { value } => *value,
+            Tail::Exp2 {
+                negative,
+                anchor,
+                coeffs,
+            } => {
+                let v = exp2_f32(horner(coeffs, x - anchor));
+                if *negative {
+                    -v
+                } else {
+                    v
+                }
+            }
+        }
+    }
+
+    /// The scalar reference evaluator (the oracle) in f32.
+    #[inline]
+    pub fn eval_f32(&self, x: f32) -> f32 {
+        if x.is_nan() {
+            return f32::NAN;
+        }
+        if x < self.breakpoints.lo() {
+            return self.eval_tail(false, x);
+        }
+        if x > self.breakpoints.hi() {
+            return self.eval_tail(true, x);
+        }
+        self.eval_piece(self.breakpoints.index(x), x)
+    }
+
+    /// The oracle for any element type: widen, evaluate in f32, round once.
+    #[inline]
+    pub fn eval<T: crate::Element, U: crate::Element>(&self, x: T) -> U {
+        U::from_f32(self.eval_f32(x.to_f32()))
+    }
+
+    /// Evaluates a slice with the oracle (slow, for tests and references).
+    pub fn eval_reference<T: crate::Element, U: crate::Element>(
+        &self,
+        input: &[T],
+        output: &mut [U],
+    ) -> Result<()> {
+        if input.len() != output.len() {
+            return Err(Error::LengthMismatch {
+                input: input.len(),
+                output: output.len(),
+            });
+        }
+        for (o, &x) in output.iter_mut().zip(input) {
+            *o = self.eval(x);
+        }
+        Ok(())
+    }
+
+    /// Imports the seed's format: AoS coefficients P×(D+1) in Horner order for the
+    /// global x (highest power first), and P+1 partition points. Exact: anchors are 0.
+    /// Tails are `Extend` on both sides (the seed uses piece 0 left of the range; its
+    /// use of piece 0 at or above the last point is the defect pwpa fixes).
+    pub fn from_seed(coeffs: Vec<f32>, points: Vec<f32>, degree: usize) -> Result<Self> {
+        let breakpoints = Breakpoints::arbitrary(points)?;
+        let p = breakpoints.partitions();
+        Table::new(
+            breakpoints,
+            degree,
+            vec![0.0; p],
+            coeffs,
+            Tail::Extend,
+            Tail::Extend,
+        )
+    }
+
+    /// Exports to the seed's format: (global-x AoS coefficients, P+1 points).
+    /// Returns `exact = true` when the table's anchors are all 0 and its breakpoints
+    /// are an explicit list; otherwise coefficients are re-expanded about 0 in f64
+    /// and rounded, and uniform points are rounded to f32 (not bit-exact).
+    pub fn to_seed(&self) -> (Vec<f32>, Vec<f32>, bool) {
+        let p = self.partitions();
+        let n = self.degree + 1;
+        let points: Vec<f32> = match &self.breakpoints {
+            Breakpoints::Arbitrary(v) => v.clone(),
+            b => (0..=p).map(|i| b.point(i) as f32).collect(),
+        };
+        let anchors_zero = self.anchors.iter().all(|&a| a == 0.0);
+        let exact = anchors_zero && !self.breakpoints.is_uniform();
+        if anchors_zero {
+            return (self.coeffs.clone(), points, exact);
+        }
+        let mut out = Vec::with_capacity(p * n);
+        for i in 0..p {
+            let global = shift_poly_f64(self.piece(i), -(self.anchors[i] as f64));
+            out.extend(global.into_iter().map(|c| c as f32));
+        }
+        (out, points, exact)
+    }
+}
+
+/// Re-expands q(t) (highest power first) as a polynomial in x where t = x + shift,
+/// i.e. returns the coefficients of q(x + shift), in f64.
+pub fn shift_poly_f64(coeffs: &[f32], shift: f64) -> Vec<f64> {
+    // Taylor shift by repeated synthetic division (Horner's scheme).
+    let mut c: Vec<f64> = coeffs.iter().map(|&v| v as f64).collect();
+    let n = c.len();
+    for i in 0..n {
+        for j in 1..n - i {
+            let prev = c[j - 1];
+            c[j] += shift * prev;
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(b: Breakpoints, degree: usize) -> Table {
+        let p = b.partitions();
+        let anchors = Table::midpoint_anchors(&b);
+        let coeffs = (0..p * (degree + 1)).map(|i| (i % 7) as f32 - 3.0).collect();
+        Table::new(b, degree, anchors, coeffs, Tail::Clamp, Tail::Extend).unwrap()
+    }
+
+    #[test]
+    fn arbitrary_index_follows_seed_rule_with_defect_fixed() {
+        let pts = vec![-1.0, 0.0, 0.5, 2.0];
+        for (x, want) in [(-1.0, 0), (-0.5, 0), (0.0, 1), (0.49, 1), (0.5, 2), (2.0, 2)] {
+            // seed: first i with x < points[i+1]
+            let seed = (0..3).find(|&i| x < pts[i + 1]);
+            assert_eq!(arbitrary_index(&pts, x), seed.unwrap_or(2), "x={x}");
+            assert_eq!(arbitrary_index(&pts, x), want);
+        }
+    }
+
+    #[test]
+    fn uniform_index_matches_floor_of_rule() {
+        let b = Breakpoints::uniform(-8.0, 8.0, 16).unwrap();
+        assert_eq!(b.index(-8.0), 0);
+        assert_eq!(b.index(8.0), 15);
+        assert_eq!(b.index(0.0), 8);
+        assert_eq!(b.index(-0.0), 8);
+        assert_eq!(b.index(-7.0001), 0);
+        assert_eq!(b.index(7.9999), 15);
+    }
+
+    #[test]
+    fn tails_and_specials() {
+        let b = Breakpoints::uniform(-1.0, 1.0, 4).unwrap();
+        let t = table(b, 2)
+            .with_tails(
+                Tail::Constant { value: 0.0 },
+                Tail::Linear {
+                    slope: 1.0,
+                    intercept: 0.0,
+                },
+            )
+            .unwrap();
+        assert!(t.eval_f32(f32::NAN).is_nan());
+        assert_eq!(t.eval_f32(f32::NEG_INFINITY), 0.0);
+        assert_eq!(t.eval_f32(f32::INFINITY), f32::INFINITY);
+        assert_eq!(t.eval_f32(5.0), 5.0);
+        assert_eq!(t.eval_f32(-5.0), 0.0);
+        let flat = t
+            .clone()
+            .with_tails(
+                Tail::Linear {
+                    slope: 0.0,
+                    intercept: 2.0,
+                },
+                Tail::Clamp,
+            )
+            .unwrap();
+        assert_eq!(flat.eval_f32(f32::NEG_INFINITY), 2.0);
+        assert_eq!(flat.eval_f32(1e30), flat.eval_f32(1.0));
+    }
+
+    #[test]
+    fn layouts_round_trip_exactly() {
+        let aos: Vec<f32> = (0..5 * 4).map(|i| i as f32 * 0.37).collect();
+        let soa = aos_to_soa(&aos, 5, 3).unwrap();
+        assert_eq!(soa[2 * 5 + 1], aos[4 + 2]);
+        assert_eq!(soa_to_aos(&soa, 5, 3).unwrap(), aos);
+        assert!(aos_to_soa(&aos, 5, 4).is_err());
+    }
+
+    #[test]
+    fn bad_tables_are_rejected() {
+        assert!(matches!(
+            Breakpoints::uniform(1.0, 1.0, 4),
+            Err(Error::EmptyRange { .. })
+        ));
+        assert!(matches!(
+            Breakpoints::uniform(0.0, 1.0, 0),
+            Err(Error::ZeroPartitions)
+        ));
+        assert!(matches!(
+            Breakpoints::arbitrary(vec![0.0, 1.0, 1.0]),
+            Err(Error::UnsortedBreakpoints { index: 2, .. })
+        ));
+        assert!(matches!(
+            Breakpoints::arbitrary(vec![0.0, f32::NAN]),
+            Err(Error::NonFinite { .. })
+        ));
+        let b = Breakpoints::uniform(0.0, 1.0, 2).unwrap();
+        assert!(matches!(
+            Table::new(b.clone(), 1, vec![0.0; 2], vec![0.0; 3], Tail::Clamp, Tail::Clamp),
+            Err(Error::CoefficientCount { expected: 4, .. })
+        ));
+        assert!(matches!(
+            Table::new(b.clone(), 1, vec![0.0; 2], vec![0.0, 1.0, f32::INFINITY, 0.0], Tail::Clamp, Tail::Clamp),
+            Err(Error::NonFinite { index: 2, .. })
+        ));
+        assert!(matches!(
+            Table::new(b, 16, vec![0.0; 2], vec![0.0; 34], Tail::Clamp, Tail::Clamp),
+            Err(Error::DegreeTooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn exp2_matches_f64_within_two_ulp_over_range() {
+        let mut p = -149.9f32;
+        while p < 127.9 {
+            let got = exp2_f32(p) as f64;
+            let want = (p as f64).exp2();
+            let rel = ((got - want) / want).abs();
+            if want > f32::MIN_POSITIVE as f64 {
+                assert!(rel < 2.5e-7, "p={p} got={got:e} want={want:e} rel={rel:e}");
+            } else {
+                // Subnormal: within one unit of the smallest subnormal step.
+                assert!((got - want).abs() <= 2f64.powi(-149), "p={p}");
+            }
+            p += 0.0137;
+        }
+        assert_eq!(exp2_f32(0.0), 1.0);
+        assert_eq!(exp2_f32(10.0), 1024.0);
+        assert_eq!(exp2_f32(-149.0), f32::from_bits(1));
+        assert_eq!(exp2_f32(127.0), 2f32.powi(127));
+        assert_eq!(exp2_f32(128.0), f32::INFINITY);
+        assert_eq!(exp2_f32(-200.0), 0.0);
+        assert_eq!(exp2_f32(f32::NEG_INFINITY), 0.0);
+        assert!(exp2_f32(f32::NAN).is_nan());
+        assert!(exp2_f32(127.99).is_finite() || exp2_f32(127.99) == f32::INFINITY);
+    }
+
+    #[test]
+    fn seed_round_trip_is_exact() {
+        let coeffs: Vec<f32> = (0..3 * 4).map(|i| (i as f32).sin()).collect();
+        let pts = vec![-2.0, -0.5, 1.0, 3.0];
+        let t = Table::from_seed(coeffs.clone(), pts.clone(), 3).unwrap();
+        // Inside the range, identical to the seed's global-x Horner.
+        for &x in &[-2.0f32, -1.0, -0.5, 0.3, 2.9, 3.0] {
+            let i = (0..3).find(|&i| x < pts[i + 1]).unwrap_or(2);
+            assert_eq!(t.eval_f32(x), horner(&coeffs[i * 4..i * 4 + 4], x));
+        }
+        let (c2, p2, exact) = t.to_seed();
+        assert!(exact);
+        assert_eq!((c2, p2), (coeffs, pts));
+    }
+
+    #[test]
+    fn shift_poly_reexpands() {
+        // q(t) = t^2 + 2t + 3 with t = x - 1  →  x^2 + 0x + 2
+        let g = shift_poly_f64(&[1.0, 2.0, 3.0], -1.0);
+        assert_eq!(g, vec![1.0, 0.0, 2.0]);
+    }
+}
