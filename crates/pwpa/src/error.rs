@@ -107,7 +107,9 @@ pub enum Error {
         source: std::io::Error,
     },
     /// Unknown catalogue function.
-    #[error("unknown function '{0}' (run `pwpa functions` for the list, or give an expression in x)")]
+    #[error(
+        "unknown function '{0}' (run `pwpa functions` for the list, or give an expression in x)"
+    )]
     UnknownFunction(String),
     /// An expression that does not parse or evaluate.
     #[error("cannot parse expression '{expr}': {reason}")]

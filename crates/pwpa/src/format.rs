@@ -168,7 +168,9 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
     }
     let file: FileV1 = serde_json::from_value(value).map_err(|e| Error::Format(e.to_string()))?;
     let breakpoints = match file.breakpoints {
-        BreakpointsV1::Uniform { lo, hi, partitions } => Breakpoints::Uniform { lo, hi, partitions },
+        BreakpointsV1::Uniform { lo, hi, partitions } => {
+            Breakpoints::Uniform { lo, hi, partitions }
+        }
         BreakpointsV1::Arbitrary { points } => Breakpoints::Arbitrary(points),
     };
     breakpoints.validate()?;
@@ -199,12 +201,10 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
 pub fn load(path: impl AsRef<Path>) -> Result<Table> {
     let path = path.as_ref();
     let text = std::fs::read_to_string(path).map_err(|e| Error::io("cannot read", path, e))?;
-    from_json(&text)
-        .map(|(t, _)| t)
-        .map_err(|e| match e {
-            Error::Format(m) => Error::Format(format!("{}: {m}", path.display())),
-            other => other,
-        })
+    from_json(&text).map(|(t, _)| t).map_err(|e| match e {
+        Error::Format(m) => Error::Format(format!("{}: {m}", path.display())),
+        other => other,
+    })
 }
 
 /// Saves a table file atomically (temporary file + rename).

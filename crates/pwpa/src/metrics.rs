@@ -35,13 +35,20 @@ pub struct ErrorReport {
 
 impl std::fmt::Display for ErrorReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "max abs error {:.3e} at x = {}", self.max_abs, self.max_abs_at)
+        write!(
+            f,
+            "max abs error {:.3e} at x = {}",
+            self.max_abs, self.max_abs_at
+        )
     }
 }
 
 /// Builds the report of `table` against `target`.
 pub fn report(table: &Table, target: &Target, opts: &ReportOptions) -> ErrorReport {
-    let (lo, hi) = (table.breakpoints().lo() as f64, table.breakpoints().hi() as f64);
+    let (lo, hi) = (
+        table.breakpoints().lo() as f64,
+        table.breakpoints().hi() as f64,
+    );
     let mut r = ErrorReport::default();
     let n = opts.samples.max(2);
     for i in 0..n {

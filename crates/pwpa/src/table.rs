@@ -347,7 +347,8 @@ pub fn exp2_f32(p: f32) -> f32 {
     } else if n >= -125 {
         f32::from_bits((bits + (n << 23)) as u32)
     } else {
-        f32::from_bits((bits + ((n + 64) << 23)) as u32) * f32::from_bits(0x1f80_0000) // 2^-64
+        f32::from_bits((bits + ((n + 64) << 23)) as u32) * f32::from_bits(0x1f80_0000)
+        // 2^-64
     }
 }
 
@@ -535,8 +536,9 @@ impl Table {
     pub fn coeffs_in(&self, layout: Layout) -> Vec<f32> {
         match layout {
             Layout::Aos => self.coeffs.clone(),
-            Layout::Soa => aos_to_soa(&self.coeffs, self.partitions(), self.degree)
-                .expect("validated table"),
+            Layout::Soa => {
+                aos_to_soa(&self.coeffs, self.partitions(), self.degree).expect("validated table")
+            }
         }
     }
     /// Left tail.
@@ -635,6 +637,65 @@ impl Table {
         Ok(())
     }
 
+    /// The exact derivative of the pieces: a table of degree D−1 on the same
+    /// breakpoints and anchors (coefficients k·c_k, computed in f64 and rounded once).
+    /// Tails: clamp/constant → 0, extend → the derivative's edge piece, linear → its
+    /// slope. An [`Tail::Exp2`] tail has no closed form in this model: an error here;
+    /// `fit::derivative` handles it by fitting.
+    pub fn derivative(&self) -> Result<Table> {
+        let d = self.degree;
+        let p = self.partitions();
+        let (nd, mut coeffs) = if d == 0 {
+            (0, vec![0.0; p])
+        } else {
+            let mut c = Vec::with_capacity(p * d);
+            for i in 0..p {
+                let piece = self.piece(i);
+                for (k, &ck) in piece[..d].iter().enumerate() {
+                    c.push(((d - k) as f64 * ck as f64) as f32);
+                }
+            }
+            (d - 1, c)
+        };
+        for (index, c) in coeffs.iter_mut().enumerate() {
+            if !c.is_finite() {
+                return Err(Error::NonFinite {
+                    what: "derivative coefficient",
+                    index,
+                    value: *c,
+                });
+            }
+        }
+        let tail = |t: &Tail, side: &'static str| -> Result<Tail> {
+            Ok(match t {
+                Tail::Clamp | Tail::Constant { .. } => Tail::Constant { value: 0.0 },
+                Tail::Extend => Tail::Extend,
+                Tail::Linear { slope, .. } => Tail::Constant { value: *slope },
+                Tail::Exp2 { .. } => {
+                    return Err(Error::InvalidTail {
+                        side,
+                        reason:
+                            "the derivative of an exp2 tail needs fitting (use fit::derivative)"
+                                .into(),
+                    })
+                }
+            })
+        };
+        let mut t = Table::new(
+            self.breakpoints.clone(),
+            nd,
+            self.anchors.clone(),
+            coeffs,
+            tail(&self.left, "left")?,
+            tail(&self.right, "right")?,
+        )?;
+        t.meta.insert(
+            "derivative_of".into(),
+            self.meta.get("function").cloned().unwrap_or_default(),
+        );
+        Ok(t)
+    }
+
     /// Imports the seed's format: AoS coefficients P×(D+1) in Horner order for the
     /// global x (highest power first), and P+1 partition points. Exact: anchors are 0.
     /// Tails are `Extend` on both sides (the seed uses piece 0 left of the range; its
@@ -699,14 +760,23 @@ mod tests {
     fn table(b: Breakpoints, degree: usize) -> Table {
         let p = b.partitions();
         let anchors = Table::midpoint_anchors(&b);
-        let coeffs = (0..p * (degree + 1)).map(|i| (i % 7) as f32 - 3.0).collect();
+        let coeffs = (0..p * (degree + 1))
+            .map(|i| (i % 7) as f32 - 3.0)
+            .collect();
         Table::new(b, degree, anchors, coeffs, Tail::Clamp, Tail::Extend).unwrap()
     }
 
     #[test]
     fn arbitrary_index_follows_seed_rule_with_defect_fixed() {
         let pts = vec![-1.0, 0.0, 0.5, 2.0];
-        for (x, want) in [(-1.0, 0), (-0.5, 0), (0.0, 1), (0.49, 1), (0.5, 2), (2.0, 2)] {
+        for (x, want) in [
+            (-1.0, 0),
+            (-0.5, 0),
+            (0.0, 1),
+            (0.49, 1),
+            (0.5, 2),
+            (2.0, 2),
+        ] {
             // seed: first i with x < points[i+1]
             let seed = (0..3).find(|&i| x < pts[i + 1]);
             assert_eq!(arbitrary_index(&pts, x), seed.unwrap_or(2), "x={x}");
@@ -785,11 +855,25 @@ mod tests {
         ));
         let b = Breakpoints::uniform(0.0, 1.0, 2).unwrap();
         assert!(matches!(
-            Table::new(b.clone(), 1, vec![0.0; 2], vec![0.0; 3], Tail::Clamp, Tail::Clamp),
+            Table::new(
+                b.clone(),
+                1,
+                vec![0.0; 2],
+                vec![0.0; 3],
+                Tail::Clamp,
+                Tail::Clamp
+            ),
             Err(Error::CoefficientCount { expected: 4, .. })
         ));
         assert!(matches!(
-            Table::new(b.clone(), 1, vec![0.0; 2], vec![0.0, 1.0, f32::INFINITY, 0.0], Tail::Clamp, Tail::Clamp),
+            Table::new(
+                b.clone(),
+                1,
+                vec![0.0; 2],
+                vec![0.0, 1.0, f32::INFINITY, 0.0],
+                Tail::Clamp,
+                Tail::Clamp
+            ),
             Err(Error::NonFinite { index: 2, .. })
         ));
         assert!(matches!(
@@ -837,6 +921,32 @@ mod tests {
         let (c2, p2, exact) = t.to_seed();
         assert!(exact);
         assert_eq!((c2, p2), (coeffs, pts));
+    }
+
+    #[test]
+    fn derivative_matches_finite_differences() {
+        let b = Breakpoints::uniform(-2.0, 2.0, 4).unwrap();
+        let t = table(b, 3);
+        let d = t.derivative().unwrap();
+        assert_eq!(d.degree(), 2);
+        for i in 0..40 {
+            let x = -1.95 + i as f64 * 0.1;
+            let h = 1e-3;
+            let piece = t.breakpoints().index(x as f32);
+            let f = |x: f64| {
+                let c = t.piece(piece);
+                let tt = x - t.anchors()[piece] as f64;
+                c.iter().fold(0.0, |r, &c| r * tt + c as f64)
+            };
+            let fd = (f(x + h) - f(x - h)) / (2.0 * h);
+            let got = d.eval_f32(x as f32) as f64;
+            assert!(
+                (got - fd).abs() < 1e-3 * (1.0 + fd.abs()),
+                "x={x} got={got} fd={fd}"
+            );
+        }
+        // Right tail of `table` is Extend → derivative extends too; left Clamp → 0.
+        assert_eq!(d.eval_f32(-10.0), 0.0);
     }
 
     #[test]
