@@ -1,0 +1,186 @@
+//! User functions given as an expression in `x`, parsed by [`exmex`].
+
+use exmex::{BinOp, Express, FlatEx, MakeOperators, Operator};
+
+use super::refs;
+use crate::error::{Error, Result};
+
+/// The operators an expression may use.
+///
+/// Binary: `+ - * / ^`, `pow(a, b)`, `atan2(y, x)`, `min(a, b)`, `max(a, b)`.
+/// Unary: `exp exp2 expm1 ln log log1p log2 log10 sqrt cbrt rsqrt abs signum sin cos
+/// tan asin acos atan sinh cosh tanh asinh acosh atanh floor ceil round trunc erf
+/// erfc sigmoid softplus gelu gelu_tanh silu mish elu selu relu log_sigmoid
+/// hardswish`. Constants: `pi PI π e E tau TAU τ`.
+/// (`log` is the natural logarithm; `log_sigmoid` etc. use the catalogue's f64 references.)
+#[derive(Clone, Debug)]
+pub struct PwpaOps;
+
+impl MakeOperators<f64> for PwpaOps {
+    fn make<'a>() -> Vec<Operator<'a, f64>> {
+        let bin = |repr: &'a str, prio: i64, comm: bool, f: fn(f64, f64) -> f64| {
+            Operator::make_bin(
+                repr,
+                BinOp {
+                    apply: f,
+                    prio,
+                    is_commutative: comm,
+                },
+            )
+        };
+        vec![
+            bin("^", 4, false, f64::powf),
+            bin("*", 2, true, |a, b| a * b),
+            bin("/", 3, false, |a, b| a / b),
+            Operator::make_bin_unary(
+                "+",
+                BinOp {
+                    apply: |a, b| a + b,
+                    prio: 0,
+                    is_commutative: true,
+                },
+                |a| a,
+            ),
+            Operator::make_bin_unary(
+                "-",
+                BinOp {
+                    apply: |a, b| a - b,
+                    prio: 1,
+                    is_commutative: false,
+                },
+                |a| -a,
+            ),
+            bin("pow", 0, false, f64::powf),
+            bin("atan2", 0, false, f64::atan2),
+            bin("min", 0, true, f64::min),
+            bin("max", 0, true, f64::max),
+            Operator::make_unary("abs", f64::abs),
+            Operator::make_unary("signum", f64::signum),
+            Operator::make_unary("sin", f64::sin),
+            Operator::make_unary("cos", f64::cos),
+            Operator::make_unary("tan", f64::tan),
+            Operator::make_unary("asin", f64::asin),
+            Operator::make_unary("acos", f64::acos),
+            Operator::make_unary("atan", f64::atan),
+            Operator::make_unary("sinh", f64::sinh),
+            Operator::make_unary("cosh", f64::cosh),
+            Operator::make_unary("tanh", f64::tanh),
+            Operator::make_unary("asinh", f64::asinh),
+            Operator::make_unary("acosh", f64::acosh),
+            Operator::make_unary("atanh", f64::atanh),
+            Operator::make_unary("floor", f64::floor),
+            Operator::make_unary("ceil", f64::ceil),
+            Operator::make_unary("round", f64::round),
+            Operator::make_unary("trunc", f64::trunc),
+            Operator::make_unary("exp", f64::exp),
+            Operator::make_unary("exp2", f64::exp2),
+            Operator::make_unary("expm1", refs::expm1),
+            Operator::make_unary("sqrt", f64::sqrt),
+            Operator::make_unary("rsqrt", refs::rsqrt),
+            Operator::make_unary("cbrt", f64::cbrt),
+            Operator::make_unary("ln", f64::ln),
+            Operator::make_unary("log", f64::ln),
+            Operator::make_unary("log1p", refs::log1p),
+            Operator::make_unary("log2", f64::log2),
+            Operator::make_unary("log10", f64::log10),
+            Operator::make_unary("erf", refs::erf),
+            Operator::make_unary("erfc", refs::erfc),
+            Operator::make_unary("sigmoid", refs::sigmoid),
+            Operator::make_unary("softplus", refs::softplus),
+            Operator::make_unary("gelu", refs::gelu),
+            Operator::make_unary("gelu_tanh", refs::gelu_tanh),
+            Operator::make_unary("silu", refs::silu),
+            Operator::make_unary("mish", refs::mish),
+            Operator::make_unary("elu", refs::elu),
+            Operator::make_unary("selu", refs::selu),
+            Operator::make_unary("relu", refs::relu),
+            Operator::make_unary("log_sigmoid", refs::log_sigmoid),
+            Operator::make_unary("hardswish", refs::hardswish),
+            Operator::make_constant("pi", std::f64::consts::PI),
+            Operator::make_constant("PI", std::f64::consts::PI),
+            Operator::make_constant("π", std::f64::consts::PI),
+            Operator::make_constant("e", std::f64::consts::E),
+            Operator::make_constant("E", std::f64::consts::E),
+            Operator::make_constant("tau", std::f64::consts::TAU),
+            Operator::make_constant("TAU", std::f64::consts::TAU),
+            Operator::make_constant("τ", std::f64::consts::TAU),
+        ]
+    }
+}
+
+/// A parsed expression in `x` (or a constant expression).
+#[derive(Clone, Debug)]
+pub struct Expression {
+    text: String,
+    expr: FlatEx<f64, PwpaOps>,
+    /// Whether the expression uses x (a constant expression has no variables).
+    has_x: bool,
+}
+
+impl Expression {
+    /// Parses `text`; any variable other than `x` is an error.
+    pub fn parse(text: &str) -> Result<Expression> {
+        let err = |reason: String| Error::Expression {
+            expr: text.to_string(),
+            reason,
+        };
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Err(err("the expression is empty".into()));
+        }
+        let expr = FlatEx::<f64, PwpaOps>::parse(trimmed).map_err(|e| err(e.to_string()))?;
+        let vars = expr.var_names();
+        let others: Vec<&str> = vars
+            .iter()
+            .map(|v| v.as_str())
+            .filter(|v| *v != "x")
+            .collect();
+        if !others.is_empty() {
+            return Err(err(format!(
+                "unknown name{} {} (the variable must be called x; known functions: {})",
+                if others.len() > 1 { "s" } else { "" },
+                others
+                    .iter()
+                    .map(|v| format!("'{v}'"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                KNOWN_FUNCTIONS
+            )));
+        }
+        let has_x = vars.len() == 1;
+        let e = Expression {
+            text: trimmed.to_string(),
+            expr,
+            has_x,
+        };
+        // Evaluation must not fail on a parsed expression; check once.
+        e.try_eval(0.5).map_err(err)?;
+        Ok(e)
+    }
+
+    /// The source text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn try_eval(&self, x: f64) -> std::result::Result<f64, String> {
+        let r = if self.has_x {
+            self.expr.eval(&[x])
+        } else {
+            self.expr.eval(&[])
+        };
+        r.map_err(|e| e.to_string())
+    }
+
+    /// The value at x (NaN if the evaluator reports an error, which a parsed
+    /// expression does not do for a single-variable input).
+    #[inline]
+    pub fn eval(&self, x: f64) -> f64 {
+        self.try_eval(x).unwrap_or(f64::NAN)
+    }
+}
+
+/// The names listed in errors.
+const KNOWN_FUNCTIONS: &str = "exp, exp2, expm1, ln, log, log1p, log2, log10, sqrt, rsqrt, \
+cbrt, abs, sin, cos, tan, sinh, cosh, tanh, erf, erfc, sigmoid, softplus, gelu, gelu_tanh, silu, \
+mish, elu, selu, relu, log_sigmoid, hardswish, pow(a, b), min(a, b), max(a, b); constants pi, e";
