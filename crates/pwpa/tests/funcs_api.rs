@@ -1,0 +1,385 @@
+//! Catalogue metadata, expressions, samples and check_finite.
+
+use pwpa::funcs::{catalogue, lookup, Symmetry, Target};
+use pwpa::{bf16, f16, Element, Error, Tail};
+
+fn assert_send_sync<T: Send + Sync>() {}
+
+#[test]
+fn target_is_send_and_sync() {
+    assert_send_sync::<Target>();
+}
+
+#[test]
+fn catalogue_has_every_required_function() {
+    for name in [
+        "gelu",
+        "gelu_tanh",
+        "silu",
+        "sigmoid",
+        "tanh",
+        "exp",
+        "exp2",
+        "softplus",
+        "mish",
+        "elu",
+        "selu",
+        "erf",
+        "log_sigmoid",
+        "hardswish",
+        "reciprocal",
+        "rsqrt",
+        "sqrt",
+        "log",
+    ] {
+        assert!(lookup(name).is_some(), "{name} missing");
+    }
+    assert_eq!(catalogue().len(), 18);
+}
+
+/// The next f32 after x, toward +∞ (side > 0) or −∞.
+fn next_away(x: f32, side: f64) -> f32 {
+    let b = x.to_bits();
+    if (side > 0.0) == (x >= 0.0) {
+        f32::from_bits(b + 1)
+    } else {
+        f32::from_bits(b - 1)
+    }
+}
+
+/// Value of a tail at x in f32 (for the non-polynomial tails).
+fn tail_value(t: &Tail, x: f32) -> Option<f32> {
+    match t {
+        Tail::Constant { value } => Some(*value),
+        Tail::Linear { slope, intercept } => Some(if *slope == 0.0 {
+            *intercept
+        } else {
+            slope.mul_add(x, *intercept)
+        }),
+        _ => None,
+    }
+}
+
+/// On every side that does not decay to 0, the default tail is correctly rounded in
+/// bf16 and f16 at the range edge and over a log-spaced sweep beyond it, and within
+/// 1 f32 ulp. On decaying sides the tail is 0 and |f| at the edge is small.
+#[test]
+fn default_tails_are_accurate_at_and_beyond_the_range_edges() {
+    for f in catalogue() {
+        f.left.validate("left").unwrap();
+        f.right.validate("right").unwrap();
+        let (lo, hi) = f.range;
+        assert!(lo < hi);
+        assert_eq!(lo as f32 as f64, lo, "{}: range ends are f32", f.name);
+        assert_eq!(hi as f32 as f64, hi, "{}: range ends are f32", f.name);
+        for (side, tail, edge, decay) in [
+            (-1.0, &f.left, lo, f.left_decay),
+            (1.0, &f.right, hi, f.right_decay),
+        ] {
+            let Some(_) = tail_value(tail, edge as f32) else {
+                continue; // Clamp tails of sqrt/log: documented as inaccurate.
+            };
+            if f.domain.0 >= 0.0 && side < 0.0 {
+                continue; // left of a positive-only function: documented.
+            }
+            if f.name == "reciprocal" || f.name == "rsqrt" {
+                continue; // right tail 0 of 1/x: documented absolute error.
+            }
+            // Strictly beyond the edge (the edge itself belongs to the polynomial).
+            let mut xs = vec![next_away(edge as f32, side) as f64];
+            for k in 0..60 {
+                xs.push(edge + side * 10f64.powf(-3.0 + 0.7 * k as f64));
+            }
+            for x in xs {
+                let x32 = x as f32;
+                if (x32 as f64 - edge) * side <= 0.0 || !x32.is_finite() {
+                    continue;
+                }
+                let got = tail_value(tail, x32).unwrap();
+                let r = (f.eval)(x32 as f64);
+                if decay {
+                    assert_eq!(got, 0.0, "{}", f.name);
+                    continue;
+                }
+                let b_ok = <bf16 as Element>::from_f32(got).to_f32()
+                    == <bf16 as Element>::from_f64(r).to_f32();
+                let h_ok = <f16 as Element>::from_f32(got).to_f32()
+                    == <f16 as Element>::from_f64(r).to_f32();
+                let ulp = f32::ulp_at(r);
+                let f32_ok = got == r as f32 || ((got as f64 - r).abs() <= ulp);
+                assert!(
+                    b_ok && h_ok && f32_ok,
+                    "{} tail at x = {x32}: got {got}, f = {r}",
+                    f.name
+                );
+            }
+        }
+        // Decaying sides: f at the edge is tiny compared with f's scale.
+        if f.left_decay {
+            assert!((f.eval)(lo).abs() < 1e-7, "{}", f.name);
+        }
+        if f.right_decay {
+            assert!((f.eval)(hi).abs() < 1e-7, "{}", f.name);
+        }
+    }
+}
+
+#[test]
+fn exp_range_ends_at_f32_underflow_and_overflow() {
+    let f = lookup("exp").unwrap();
+    let hi = f.range.1 as f32;
+    assert!((hi as f64).exp() < f32::MAX as f64);
+    let next = f32::from_bits(hi.to_bits() + 1);
+    assert!(((next as f64).exp() as f32).is_infinite());
+    assert_eq!(((f.range.0 as f32 as f64).exp()) as f32, 0.0);
+    let f2 = lookup("exp2").unwrap();
+    let hi2 = f2.range.1 as f32;
+    assert!(((hi2 as f64).exp2() as f32).is_finite());
+    assert!(((f32::from_bits(hi2.to_bits() + 1) as f64).exp2() as f32).is_infinite());
+}
+
+#[test]
+fn symmetry_metadata_holds() {
+    for f in catalogue() {
+        for i in 1..200 {
+            let x = i as f64 * 0.037;
+            let (a, b) = ((f.eval)(x), (f.eval)(-x));
+            let ok = match f.symmetry {
+                Symmetry::None => true,
+                Symmetry::Odd => (a + b).abs() <= 1e-15 * a.abs().max(1.0),
+                Symmetry::Even => (a - b).abs() <= 1e-15 * a.abs().max(1.0),
+                Symmetry::PointSymmetric { center } => (a + b - 2.0 * center).abs() <= 1e-15,
+                Symmetry::LinearPlusEven { slope } => {
+                    (a - b - 2.0 * slope * x).abs() <= 1e-14 * a.abs().max(1.0)
+                }
+            };
+            assert!(ok, "{} at {x}: f(x) = {a}, f(-x) = {b}", f.name);
+        }
+    }
+}
+
+#[test]
+fn decay_flags_match_the_functions() {
+    for f in catalogue() {
+        let (lo, hi) = f.range;
+        // Decay: |f| keeps shrinking by at least e^-0.5 per unit beyond the edge.
+        let decays = |edge: f64, dir: f64| {
+            let a = (f.eval)(edge).abs();
+            let b = (f.eval)(edge + 4.0 * dir).abs();
+            a > 0.0 && b < a * (-2.0f64).exp() && b > 0.0
+        };
+        if f.domain.0 < 0.0 {
+            assert_eq!(f.left_decay, decays(lo, -1.0), "{} left", f.name);
+        }
+        if f.name != "exp2" && f.name != "exp" {
+            assert_eq!(f.right_decay, decays(hi, 1.0), "{} right", f.name);
+        }
+    }
+}
+
+#[test]
+fn expressions_parse_and_evaluate() {
+    let mish = Target::parse("x*tanh(ln(1+exp(x)))").unwrap();
+    let cat = lookup("mish").unwrap();
+    for i in -100..=100 {
+        let x = i as f64 * 0.08;
+        let (a, b) = (mish.eval(x), (cat.eval)(x));
+        // The expression's own ln(1 + e^x) cancels (relative error ~1e-16·e^-x).
+        assert!((a - b).abs() <= 1e-11 * b.abs(), "{x}: {a} vs {b}");
+    }
+    let cases: &[(&str, f64, f64)] = &[
+        ("exp(x)", 1.0, std::f64::consts::E),
+        ("log(x)", std::f64::consts::E, 1.0),
+        ("ln(x)", 1.0, 0.0),
+        ("log1p(x)", 1e-20, 1e-20),
+        ("expm1(x)", 1e-20, 1e-20),
+        ("sqrt(x)", 9.0, 3.0),
+        ("erf(x)", 0.5, 0.520_499_877_813_046_5),
+        ("sigmoid(x)", 0.0, 0.5),
+        ("abs(x)", -2.5, 2.5),
+        ("pow(x, 3)", 2.0, 8.0),
+        ("x^2 + 1", 3.0, 10.0),
+        ("2*pi*x", 1.0, std::f64::consts::TAU),
+        ("e^x", 2.0, std::f64::consts::E * std::f64::consts::E),
+        ("gelu(x) - x*0.5*erfc(-x/sqrt(2))", 1.3, 0.0),
+        ("max(x, 0)", -3.0, 0.0),
+        ("3", 7.0, 3.0),
+    ];
+    for &(expr, x, want) in cases {
+        let t = Target::parse(expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
+        let got = t.eval(x);
+        assert!(
+            (got - want).abs() <= 1e-15 * want.abs().max(1e-300) + 1e-16,
+            "{expr} at {x}: {got} vs {want}"
+        );
+        assert_eq!(t.default_range(), (-8.0, 8.0));
+        assert_eq!(t.default_tails(), (Tail::Extend, Tail::Extend));
+        assert_eq!(t.name(), expr);
+    }
+}
+
+#[test]
+fn bad_expressions_are_clear_errors() {
+    for (expr, needle) in [
+        ("x*", ""),
+        ("y + 1", "'y'"),
+        ("gleu(x)", ""),
+        ("x + z*t", "'t'"),
+        ("", "empty"),
+        ("(x", ""),
+    ] {
+        match Target::parse(expr) {
+            Err(Error::Expression { expr: e, reason }) => {
+                assert_eq!(e, expr.trim());
+                assert!(!reason.is_empty());
+                assert!(reason.contains(needle), "{expr}: {reason}");
+            }
+            Err(other) => panic!("{expr}: wrong error {other}"),
+            Ok(_) => panic!("{expr} parsed"),
+        }
+    }
+}
+
+#[test]
+fn catalogue_names_take_precedence() {
+    let t = Target::parse("gelu").unwrap();
+    assert!(matches!(t, Target::Catalogue(f) if f.name == "gelu"));
+    assert_eq!(t.default_range(), (-8.0, 8.0));
+    assert_eq!(
+        t.default_tails().1,
+        Tail::Linear {
+            slope: 1.0,
+            intercept: 0.0
+        }
+    );
+}
+
+#[test]
+fn check_finite_names_the_first_bad_point() {
+    let log = Target::parse("log").unwrap();
+    match log.check_finite(-1.0, 1.0) {
+        Err(Error::NotFinite { function, x, value }) => {
+            assert_eq!(function, "log");
+            assert_eq!(x, -1.0);
+            assert!(value.is_nan());
+        }
+        other => panic!("{other:?}"),
+    }
+    match log.check_finite(0.0, 1.0) {
+        Err(Error::NotFinite { x, value, .. }) => {
+            assert_eq!(x, 0.0);
+            assert_eq!(value, f64::NEG_INFINITY);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A pole inside the range.
+    let t = Target::parse("1/(x-0.5)").unwrap();
+    // The scan's midpoint grid hits 0.5 exactly ((2048 + 1/2)/4097).
+    match t.check_finite(0.0, 1.0) {
+        Err(Error::NotFinite { x, value, .. }) => {
+            assert_eq!(x, 0.5);
+            assert!(value.is_infinite());
+        }
+        other => panic!("{other:?}"),
+    }
+    let t = Target::parse("sqrt(x - 0.25)").unwrap();
+    match t.check_finite(0.0, 1.0) {
+        Err(Error::NotFinite { x, .. }) => assert_eq!(x, 0.0),
+        other => panic!("{other:?}"),
+    }
+    for f in catalogue() {
+        Target::Catalogue(f)
+            .check_finite(f.range.0, f.range.1)
+            .unwrap_or_else(|e| panic!("{}: {e}", f.name));
+    }
+    assert!(matches!(
+        log.check_finite(2.0, 1.0),
+        Err(Error::EmptyRange { .. })
+    ));
+}
+
+#[test]
+fn samples_pchip_interpolates_and_is_monotone() {
+    let xs: Vec<f64> = (0..=20).map(|i| i as f64 * 0.5 - 5.0).collect();
+    let ys: Vec<f64> = xs.iter().map(|&x| x.tanh()).collect();
+    let t = Target::from_samples(xs.clone(), ys.clone()).unwrap();
+    // Exact at the samples.
+    for (&x, &y) in xs.iter().zip(&ys) {
+        assert!((t.eval(x) - y).abs() <= 1e-15, "{x}");
+    }
+    // Monotone and close to tanh in between.
+    let mut prev = f64::NEG_INFINITY;
+    for i in 0..=10_000 {
+        let x = -5.0 + 10.0 * i as f64 / 10_000.0;
+        let v = t.eval(x);
+        assert!(v >= prev, "not monotone at {x}");
+        prev = v;
+        assert!((v - x.tanh()).abs() < 0.02, "{x}: {v}");
+    }
+    // Constant beyond the data, default range and tails.
+    assert_eq!(t.eval(-100.0), ys[0]);
+    assert_eq!(t.eval(100.0), ys[20]);
+    assert_eq!(t.default_range(), (-5.0, 5.0));
+    assert_eq!(t.default_tails(), (Tail::Clamp, Tail::Clamp));
+    // A cubic is reproduced by PCHIP only approximately, but a line exactly.
+    let lx: Vec<f64> = vec![0.0, 1.0, 3.0, 4.0, 7.0];
+    let ly: Vec<f64> = lx.iter().map(|x| 2.0 * x - 1.0).collect();
+    let l = Target::from_samples(lx, ly).unwrap();
+    for i in 0..=70 {
+        let x = i as f64 * 0.1;
+        assert!((l.eval(x) - (2.0 * x - 1.0)).abs() < 1e-13, "{x}");
+    }
+    // Flat data stays flat (no overshoot), known PCHIP property.
+    let fx = vec![0.0, 1.0, 2.0, 3.0];
+    let fy = vec![0.0, 1.0, 1.0, 0.0];
+    let ft = Target::from_samples(fx, fy).unwrap();
+    for i in 0..=30 {
+        let v = ft.eval(i as f64 * 0.1);
+        assert!((0.0..=1.0).contains(&v), "overshoot {v}");
+    }
+}
+
+#[test]
+fn bad_samples_are_clear_errors() {
+    let cases: Vec<(Vec<f64>, Vec<f64>, &str)> = vec![
+        (vec![0.0, 2.0, 1.0], vec![0.0; 3], "strictly increasing"),
+        (vec![0.0, 1.0, 1.0], vec![0.0; 3], "duplicate"),
+        (vec![0.0, f64::NAN], vec![0.0; 2], "x[1] is not finite"),
+        (vec![0.0, 1.0], vec![0.0, f64::INFINITY], "y[1] is not finite"),
+        (vec![0.0, 1.0, 2.0], vec![0.0; 2], "3 x values but 2 y values"),
+        (vec![0.0], vec![0.0], "at least 2"),
+        (vec![], vec![], "at least 2"),
+    ];
+    for (xs, ys, needle) in cases {
+        match Target::from_samples(xs.clone(), ys) {
+            Err(Error::Samples(m)) => assert!(m.contains(needle), "{xs:?}: {m}"),
+            Err(e) => panic!("{xs:?}: wrong error {e}"),
+            Ok(_) => panic!("{xs:?} accepted"),
+        }
+    }
+}
+
+#[test]
+fn samples_from_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("data.csv");
+    std::fs::write(&p, "x,y\n0,0\n1, 1\n# comment\n2,4\n\n3,9\n").unwrap();
+    let t = Target::samples_from_csv(&p).unwrap();
+    assert_eq!(t.name(), "data.csv");
+    assert_eq!(t.default_range(), (0.0, 3.0));
+    assert_eq!(t.eval(2.0), 4.0);
+    let p2 = dir.path().join("bad.csv");
+    std::fs::write(&p2, "0 0\n1 abc\n").unwrap();
+    match Target::samples_from_csv(&p2) {
+        Err(Error::Samples(m)) => assert!(m.contains("line 2") && m.contains("abc"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    std::fs::write(&p2, "0,0,0\n").unwrap();
+    assert!(matches!(Target::samples_from_csv(&p2), Err(Error::Samples(m)) if m.contains("3 columns")));
+    std::fs::write(&p2, "0,1\n0,2\n").unwrap();
+    assert!(matches!(Target::samples_from_csv(&p2), Err(Error::Samples(m)) if m.contains("duplicate")));
+    assert!(matches!(
+        Target::samples_from_csv(dir.path().join("missing.csv")),
+        Err(Error::Io { .. })
+    ));
+}
