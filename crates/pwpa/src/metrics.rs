@@ -1,10 +1,42 @@
 //! Error reports: absolute, relative and ULP error against an f64 reference.
 //!
-//! STUB API — owned by the catalogue/metrics work.
+//! # Measures
+//! For an input x (f32, or a 16-bit type widened exactly), the table's result `got`
+//! rounded into the output type U, and the reference `r = f(x)` in f64:
+//! - absolute error `|got − r|`;
+//! - relative error `|got − r| / |r|`, counted only where `|r| ≥ REL_FLOOR`
+//!   (f32's smallest normal number, 2^-126): below it relative error says nothing
+//!   that the ULP error does not;
+//! - ULP error `|got − r| / U::ulp_at(r)` ([`ulp_error`]): where r overflows U (its
+//!   correct rounding is ±Inf) a result of the same infinity counts 0; a NaN result
+//!   where r is finite, or an infinite result where r is not, counts +∞ (and is
+//!   listed); inputs where r itself is NaN (outside the function's domain) are skipped
+//!   and counted as `undefined`.
+//! - "correctly rounded": `got == U::from_f64(r)` as values (±0 are not told apart).
+//!
+//! # Sweeps
+//! - the range `[b_0, b_P]`: `samples` evenly spaced f32 points, plus every breakpoint
+//!   and its two f32 neighbours inside the range;
+//! - each tail: [`TAIL_SAMPLES`] log-spaced points from the first f32 beyond the range
+//!   end out to ±f32::MAX, plus ±Inf;
+//! - for bf16 and f16: every finite input of the type ([`exhaustive`]), inside the
+//!   range and over all finite inputs.
 
-use crate::element::DType;
+use half::{bf16, f16};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::element::{DType, Element};
+use crate::eval::Evaluator;
 use crate::funcs::Target;
 use crate::table::Table;
+
+/// Relative error is counted only where |f(x)| ≥ this (f32's smallest normal).
+pub const REL_FLOOR: f64 = f32::MIN_POSITIVE as f64;
+/// Points in each tail sweep (plus the first point beyond the end, ±f32::MAX, ±Inf).
+pub const TAIL_SAMPLES: usize = 4096;
+/// At most this many inputs with a NaN result are listed.
+pub const MAX_LISTED: usize = 16;
 
 /// Options of an error report.
 #[derive(Clone, Debug)]
@@ -24,40 +56,661 @@ impl Default for ReportOptions {
     }
 }
 
+fn ser_f64<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if v.is_finite() {
+        s.serialize_f64(*v)
+    } else if v.is_nan() {
+        s.serialize_str("nan")
+    } else if *v > 0.0 {
+        s.serialize_str("inf")
+    } else {
+        s.serialize_str("-inf")
+    }
+}
+
+/// Error measures over one sweep.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepStats {
+    /// Inputs evaluated (including undefined ones).
+    pub points: usize,
+    /// Max absolute error.
+    #[serde(serialize_with = "ser_f64")]
+    pub max_abs: f64,
+    /// Where.
+    #[serde(serialize_with = "ser_f64")]
+    pub max_abs_at: f64,
+    /// Max relative error where |f| ≥ [`REL_FLOOR`].
+    #[serde(serialize_with = "ser_f64")]
+    pub max_rel: f64,
+    /// Where.
+    #[serde(serialize_with = "ser_f64")]
+    pub max_rel_at: f64,
+    /// Max ULP error in the output type.
+    #[serde(serialize_with = "ser_f64")]
+    pub max_ulp: f64,
+    /// Where.
+    #[serde(serialize_with = "ser_f64")]
+    pub max_ulp_at: f64,
+    /// Inputs where the reference is NaN (skipped).
+    pub undefined: usize,
+    /// Inputs where the table gives NaN but the reference is not NaN.
+    pub nan_results: usize,
+    /// The first (smallest) such inputs, at most [`MAX_LISTED`].
+    pub nan_results_at: Vec<f64>,
+}
+
+impl Default for SweepStats {
+    fn default() -> Self {
+        SweepStats {
+            points: 0,
+            max_abs: 0.0,
+            max_abs_at: f64::NAN,
+            max_rel: 0.0,
+            max_rel_at: f64::NAN,
+            max_ulp: 0.0,
+            max_ulp_at: f64::NAN,
+            undefined: 0,
+            nan_results: 0,
+            nan_results_at: Vec::new(),
+        }
+    }
+}
+
+/// Replaces (m, at) by (v, x) if v is larger, or equal at a smaller x (deterministic
+/// under any parallel split).
+#[inline]
+fn upd(m: &mut f64, at: &mut f64, v: f64, x: f64) {
+    if v > *m || (v == *m && v > 0.0 && (at.is_nan() || x < *at)) {
+        *m = v;
+        *at = x;
+    }
+}
+
+impl SweepStats {
+    fn push(&mut self, x: f64, got: f64, r: f64, ulp: f64) {
+        self.points += 1;
+        if r.is_nan() {
+            self.undefined += 1;
+            return;
+        }
+        if got.is_nan() {
+            self.nan_results += 1;
+            self.nan_results_at.push(x);
+            if self.nan_results_at.len() > 2 * MAX_LISTED {
+                self.trim();
+            }
+        }
+        let abs = abs_error(got, r);
+        upd(&mut self.max_abs, &mut self.max_abs_at, abs, x);
+        if r.is_finite() && r.abs() >= REL_FLOOR {
+            upd(&mut self.max_rel, &mut self.max_rel_at, abs / r.abs(), x);
+        }
+        upd(&mut self.max_ulp, &mut self.max_ulp_at, ulp, x);
+    }
+
+    fn trim(&mut self) {
+        self.nan_results_at.sort_by(f64::total_cmp);
+        self.nan_results_at.truncate(MAX_LISTED);
+    }
+
+    fn merge(mut self, o: SweepStats) -> SweepStats {
+        self.points += o.points;
+        self.undefined += o.undefined;
+        self.nan_results += o.nan_results;
+        self.nan_results_at.extend(o.nan_results_at);
+        self.trim();
+        upd(
+            &mut self.max_abs,
+            &mut self.max_abs_at,
+            o.max_abs,
+            o.max_abs_at,
+        );
+        upd(
+            &mut self.max_rel,
+            &mut self.max_rel_at,
+            o.max_rel,
+            o.max_rel_at,
+        );
+        upd(
+            &mut self.max_ulp,
+            &mut self.max_ulp_at,
+            o.max_ulp,
+            o.max_ulp_at,
+        );
+        self
+    }
+}
+
+/// |got − r| with infinities: equal infinities give 0, any other infinite or NaN
+/// result gives +∞. NaN if r is NaN.
+pub fn abs_error(got: f64, r: f64) -> f64 {
+    if r.is_nan() {
+        return f64::NAN;
+    }
+    if got.is_nan() {
+        return f64::INFINITY;
+    }
+    if got == r {
+        return 0.0;
+    }
+    (got - r).abs()
+}
+
+/// ULP error of `got` (a value of type U) against the reference r, in U's ULPs at r
+/// (see the module documentation for infinities and NaN). NaN if r is NaN.
+pub fn ulp_error<U: Element>(got: U, r: f64) -> f64 {
+    if r.is_nan() {
+        return f64::NAN;
+    }
+    let g = got.to_f32() as f64;
+    if g.is_nan() {
+        return f64::INFINITY;
+    }
+    if g.is_infinite() || r.is_infinite() {
+        // Same infinity as the correctly rounded reference: no error.
+        let cr = U::from_f64(r).to_f32() as f64;
+        return if g == cr { 0.0 } else { f64::INFINITY };
+    }
+    (g - r).abs() / U::ulp_at(r)
+}
+
+/// One side's tail sweep.
+#[derive(Clone, Debug, Serialize)]
+pub struct TailReport {
+    /// The tail policy (clamp, extend, linear, constant, exp2).
+    pub policy: String,
+    /// The errors.
+    pub stats: SweepStats,
+}
+
+/// Exhaustive statistics over every finite input of a 16-bit type.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExhaustiveStats {
+    /// The type (inputs and outputs).
+    pub dtype: DType,
+    /// The input range considered (None: all finite inputs).
+    pub range: Option<(f64, f64)>,
+    /// Inputs considered where the reference is defined.
+    pub inputs: usize,
+    /// Inputs whose result equals the correctly rounded reference.
+    pub correctly_rounded: usize,
+    /// correctly_rounded / inputs (1 when there are no inputs).
+    pub fraction_correct: f64,
+    /// Max ULP error.
+    #[serde(serialize_with = "ser_f64")]
+    pub max_ulp: f64,
+    /// Worst input (NaN if every result is correctly rounded).
+    #[serde(serialize_with = "ser_f64")]
+    pub worst_input: f64,
+    /// Table result there.
+    #[serde(serialize_with = "ser_f64")]
+    pub worst_output: f64,
+    /// Reference f(x) there (f64).
+    #[serde(serialize_with = "ser_f64")]
+    pub worst_reference: f64,
+    /// Inputs skipped because the reference is NaN there.
+    pub undefined: usize,
+    /// Inputs with a NaN result where the reference is not NaN.
+    pub nan_results: usize,
+}
+
+impl ExhaustiveStats {
+    fn new(dtype: DType, range: Option<(f64, f64)>) -> Self {
+        ExhaustiveStats {
+            dtype,
+            range,
+            inputs: 0,
+            correctly_rounded: 0,
+            fraction_correct: 1.0,
+            max_ulp: 0.0,
+            worst_input: f64::NAN,
+            worst_output: f64::NAN,
+            worst_reference: f64::NAN,
+            undefined: 0,
+            nan_results: 0,
+        }
+    }
+
+    /// Every considered input is correctly rounded.
+    pub fn all_correct(&self) -> bool {
+        self.correctly_rounded == self.inputs
+    }
+
+    fn push(&mut self, x: f64, got: f64, r: f64, ulp: f64, correct: bool) {
+        if r.is_nan() {
+            self.undefined += 1;
+            return;
+        }
+        self.inputs += 1;
+        if correct {
+            self.correctly_rounded += 1;
+        }
+        if got.is_nan() {
+            self.nan_results += 1;
+        }
+        if ulp > self.max_ulp
+            || (ulp == self.max_ulp
+                && ulp > 0.0
+                && (self.worst_input.is_nan() || x < self.worst_input))
+        {
+            self.max_ulp = ulp;
+            self.worst_input = x;
+            self.worst_output = got;
+            self.worst_reference = r;
+        }
+    }
+
+    fn finish(&mut self) {
+        self.fraction_correct = if self.inputs == 0 {
+            1.0
+        } else {
+            self.correctly_rounded as f64 / self.inputs as f64
+        };
+    }
+}
+
+/// A 16-bit element type whose every bit pattern can be enumerated.
+pub trait Element16: Element {
+    /// The value with these bits.
+    fn from_bits16(bits: u16) -> Self;
+}
+
+impl Element16 for f16 {
+    fn from_bits16(bits: u16) -> Self {
+        f16::from_bits(bits)
+    }
+}
+
+impl Element16 for bf16 {
+    fn from_bits16(bits: u16) -> Self {
+        bf16::from_bits(bits)
+    }
+}
+
+/// Every finite input of U, evaluated by the table (U in, U out), with references.
+fn exhaustive_data<U: Element16>(table: &Table, target: &Target) -> (Vec<U>, Vec<U>, Vec<f64>) {
+    let xs: Vec<U> = (0..=u16::MAX)
+        .map(U::from_bits16)
+        .filter(|x| x.to_f32().is_finite())
+        .collect();
+    let mut out = xs.clone();
+    Evaluator::new(table)
+        .eval(&xs, &mut out)
+        .expect("same lengths");
+    let refs: Vec<f64> = xs
+        .par_iter()
+        .with_min_len(1024)
+        .map(|x| target.eval(x.to_f32() as f64))
+        .collect();
+    (xs, out, refs)
+}
+
+fn exhaustive_stats<U: Element16>(
+    xs: &[U],
+    out: &[U],
+    refs: &[f64],
+    range: Option<(f64, f64)>,
+) -> ExhaustiveStats {
+    let mut s = ExhaustiveStats::new(U::DTYPE, range);
+    for ((x, got), &r) in xs.iter().zip(out).zip(refs) {
+        let xv = x.to_f32() as f64;
+        if let Some((lo, hi)) = range {
+            if !(xv >= lo && xv <= hi) {
+                continue;
+            }
+        }
+        let g = got.to_f32();
+        let correct = !r.is_nan() && g == U::from_f64(r).to_f32();
+        s.push(xv, g as f64, r, ulp_error(*got, r), correct);
+    }
+    s.finish();
+    s
+}
+
+/// Exhaustive sweep over every finite input of U (inputs of type U, results rounded
+/// to U): the fraction of correctly rounded results and the max ULP error, over
+/// `range` (inclusive; None: every finite input).
+pub fn exhaustive<U: Element16>(
+    table: &Table,
+    target: &Target,
+    range: Option<(f64, f64)>,
+) -> ExhaustiveStats {
+    let (xs, out, refs) = exhaustive_data::<U>(table, target);
+    exhaustive_stats(&xs, &out, &refs, range)
+}
+
+/// [`exhaustive`] inside the table's range and over all finite inputs, in one pass.
+pub fn exhaustive_both<U: Element16>(
+    table: &Table,
+    target: &Target,
+) -> (ExhaustiveStats, ExhaustiveStats) {
+    let (xs, out, refs) = exhaustive_data::<U>(table, target);
+    let range = (
+        table.breakpoints().lo() as f64,
+        table.breakpoints().hi() as f64,
+    );
+    (
+        exhaustive_stats(&xs, &out, &refs, Some(range)),
+        exhaustive_stats(&xs, &out, &refs, None),
+    )
+}
+
+/// The exhaustive part of a report.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExhaustiveReport {
+    /// Inputs inside the fitted range.
+    pub in_range: ExhaustiveStats,
+    /// Every finite input, tails included.
+    pub all_finite: ExhaustiveStats,
+}
+
 /// The report.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct ErrorReport {
-    /// Max |table − f| over the range sweep.
+    /// Max |table − f| over the range sweep (same as `in_range.max_abs`).
+    #[serde(serialize_with = "ser_f64")]
     pub max_abs: f64,
     /// Where it occurs.
+    #[serde(serialize_with = "ser_f64")]
     pub max_abs_at: f64,
+    /// The target's name.
+    pub function: String,
+    /// Output type of the ULP measures.
+    pub dtype: DType,
+    /// The fitted range [b_0, b_P].
+    pub range: (f64, f64),
+    /// P.
+    pub partitions: usize,
+    /// D.
+    pub degree: usize,
+    /// The rule for relative error.
+    pub relative_rule: String,
+    /// The dense sweep of the range.
+    pub in_range: SweepStats,
+    /// x < b_0.
+    pub left_tail: TailReport,
+    /// x > b_P.
+    pub right_tail: TailReport,
+    /// bf16/f16 only: every finite input.
+    pub exhaustive: Option<ExhaustiveReport>,
+}
+
+impl Default for ErrorReport {
+    fn default() -> Self {
+        ErrorReport {
+            max_abs: 0.0,
+            max_abs_at: f64::NAN,
+            function: String::new(),
+            dtype: DType::F32,
+            range: (0.0, 0.0),
+            partitions: 0,
+            degree: 0,
+            relative_rule: relative_rule(),
+            in_range: SweepStats::default(),
+            left_tail: TailReport {
+                policy: String::new(),
+                stats: SweepStats::default(),
+            },
+            right_tail: TailReport {
+                policy: String::new(),
+                stats: SweepStats::default(),
+            },
+            exhaustive: None,
+        }
+    }
+}
+
+fn relative_rule() -> String {
+    format!("|table - f| / |f| where |f| >= {REL_FLOOR:e} (2^-126)")
+}
+
+/// Short engineering formatting of an error.
+fn e(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        "inf".into()
+    } else if v == 0.0 {
+        "0".into()
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+fn ulps(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.2}")
+    } else {
+        e(v)
+    }
+}
+
+fn fmt_sweep(f: &mut std::fmt::Formatter<'_>, s: &SweepStats, dtype: DType) -> std::fmt::Result {
+    writeln!(
+        f,
+        "    max abs {} at x = {:e}; max rel {} at x = {:e}; max {} {} ulp at x = {:e}",
+        e(s.max_abs),
+        s.max_abs_at,
+        e(s.max_rel),
+        s.max_rel_at,
+        ulps(s.max_ulp),
+        dtype,
+        s.max_ulp_at
+    )?;
+    if s.undefined > 0 {
+        writeln!(
+            f,
+            "    {} inputs where f is undefined (NaN): skipped",
+            s.undefined
+        )?;
+    }
+    if s.nan_results > 0 {
+        writeln!(
+            f,
+            "    NaN results where f is defined: {} (first at x = {:?})",
+            s.nan_results, s.nan_results_at
+        )?;
+    }
+    Ok(())
+}
+
+fn fmt_exh(f: &mut std::fmt::Formatter<'_>, what: &str, s: &ExhaustiveStats) -> std::fmt::Result {
+    write!(
+        f,
+        "    {what}: {:.4}% correctly rounded ({}/{}), max {} ulp",
+        100.0 * s.fraction_correct,
+        s.correctly_rounded,
+        s.inputs,
+        ulps(s.max_ulp)
+    )?;
+    if !s.worst_input.is_nan() {
+        write!(
+            f,
+            " at x = {:e} (got {:e}, f = {:e})",
+            s.worst_input, s.worst_output, s.worst_reference
+        )?;
+    }
+    writeln!(f)?;
+    if s.nan_results > 0 {
+        writeln!(f, "      NaN results where f is defined: {}", s.nan_results)?;
+    }
+    Ok(())
 }
 
 impl std::fmt::Display for ErrorReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
+        writeln!(
             f,
-            "max abs error {:.3e} at x = {}",
-            self.max_abs, self.max_abs_at
-        )
+            "{}: {} partitions of degree {} on [{}, {}], output {}",
+            self.function, self.partitions, self.degree, self.range.0, self.range.1, self.dtype
+        )?;
+        writeln!(
+            f,
+            "  range [{}, {}] ({} f32 points incl. breakpoints):",
+            self.range.0, self.range.1, self.in_range.points
+        )?;
+        fmt_sweep(f, &self.in_range, self.dtype)?;
+        writeln!(
+            f,
+            "  left tail ({}), x < {} ({} points to -Inf):",
+            self.left_tail.policy, self.range.0, self.left_tail.stats.points
+        )?;
+        fmt_sweep(f, &self.left_tail.stats, self.dtype)?;
+        writeln!(
+            f,
+            "  right tail ({}), x > {} ({} points to +Inf):",
+            self.right_tail.policy, self.range.1, self.right_tail.stats.points
+        )?;
+        fmt_sweep(f, &self.right_tail.stats, self.dtype)?;
+        if let Some(x) = &self.exhaustive {
+            writeln!(
+                f,
+                "  every finite {} input ({} in, {} out):",
+                self.dtype, self.dtype, self.dtype
+            )?;
+            fmt_exh(f, "in range", &x.in_range)?;
+            fmt_exh(f, "all finite", &x.all_finite)?;
+        }
+        write!(f, "  (relative error: {})", self.relative_rule)
     }
 }
 
-/// Builds the report of `table` against `target`.
-pub fn report(table: &Table, target: &Target, opts: &ReportOptions) -> ErrorReport {
-    let (lo, hi) = (
-        table.breakpoints().lo() as f64,
-        table.breakpoints().hi() as f64,
-    );
-    let mut r = ErrorReport::default();
-    let n = opts.samples.max(2);
-    for i in 0..n {
-        let x = (lo + (hi - lo) * i as f64 / (n - 1) as f64) as f32;
-        let e = (table.eval_f32(x) as f64 - target.eval(x as f64)).abs();
-        if e > r.max_abs {
-            r.max_abs = e;
-            r.max_abs_at = x as f64;
+/// The next f32 toward +∞ (finite x).
+fn next_up(x: f32) -> f32 {
+    if x == 0.0 {
+        return f32::from_bits(1);
+    }
+    let b = x.to_bits();
+    f32::from_bits(if x > 0.0 { b + 1 } else { b - 1 })
+}
+
+/// The next f32 toward −∞ (finite x).
+fn next_down(x: f32) -> f32 {
+    -next_up(-x)
+}
+
+/// The inputs of the range sweep: `n` evenly spaced f32 points of [lo, hi] plus every
+/// breakpoint and its f32 neighbours inside the range; sorted, without duplicates.
+pub fn range_points(table: &Table, n: usize) -> Vec<f32> {
+    let bp = table.breakpoints();
+    let (lo, hi) = (bp.lo(), bp.hi());
+    let n = n.max(2);
+    let mut xs: Vec<f32> = (0..n)
+        .map(|i| {
+            let x = (lo as f64 + (hi as f64 - lo as f64) * i as f64 / (n - 1) as f64) as f32;
+            x.clamp(lo, hi)
+        })
+        .collect();
+    for b in bp.points_f64() {
+        let b = b as f32;
+        for x in [next_down(b), b, next_up(b)] {
+            if x >= lo && x <= hi {
+                xs.push(x);
+            }
         }
     }
-    r
+    xs.sort_by(f32::total_cmp);
+    xs.dedup_by(|a, b| a.to_bits() == b.to_bits());
+    xs
+}
+
+/// The inputs of a tail sweep: the first f32 beyond `edge`, [`TAIL_SAMPLES`]
+/// log-spaced distances out to f32::MAX, ±f32::MAX and ±Inf (sorted away from edge).
+pub fn tail_points(edge: f32, right: bool) -> Vec<f32> {
+    let s: f32 = if right { 1.0 } else { -1.0 };
+    let first = if right {
+        next_up(edge)
+    } else {
+        next_down(edge)
+    };
+    let mut xs = vec![first];
+    let d0 = ((first as f64 - edge as f64).abs()).max(f64::from(f32::from_bits(1)));
+    let d1 = f32::MAX as f64 * 2.0;
+    let (a, b) = (d0.log10(), d1.log10());
+    for k in 0..TAIL_SAMPLES {
+        let d = 10f64.powf(a + (b - a) * k as f64 / (TAIL_SAMPLES - 1) as f64);
+        let x = (edge as f64 + s as f64 * d).clamp(-(f32::MAX as f64), f32::MAX as f64) as f32;
+        if (x - edge) * s > 0.0 {
+            xs.push(x);
+        }
+    }
+    xs.push(s * f32::MAX);
+    xs.push(s * f32::INFINITY);
+    xs.sort_by(f32::total_cmp);
+    xs.dedup_by(|a, b| a.to_bits() == b.to_bits());
+    if !right {
+        xs.reverse();
+    }
+    xs
+}
+
+/// Error statistics of the table (f32 in, U out) at the given inputs.
+pub fn sweep<U: Element>(ev: &Evaluator, target: &Target, xs: &[f32]) -> SweepStats {
+    let mut out = vec![U::from_f32(0.0); xs.len()];
+    ev.eval(xs, &mut out).expect("same lengths");
+    let mut s = xs
+        .par_iter()
+        .zip(out.par_iter())
+        .with_min_len(4096)
+        .fold(SweepStats::default, |mut s, (&x, &got)| {
+            let r = target.eval(x as f64);
+            s.push(x as f64, got.to_f32() as f64, r, ulp_error(got, r));
+            s
+        })
+        .reduce(SweepStats::default, SweepStats::merge);
+    s.trim();
+    s
+}
+
+fn report_typed<U: Element>(table: &Table, target: &Target, opts: &ReportOptions) -> ErrorReport {
+    let ev = Evaluator::new(table);
+    let bp = table.breakpoints();
+    let in_range = sweep::<U>(&ev, target, &range_points(table, opts.samples));
+    let left = sweep::<U>(&ev, target, &tail_points(bp.lo(), false));
+    let right = sweep::<U>(&ev, target, &tail_points(bp.hi(), true));
+    ErrorReport {
+        max_abs: in_range.max_abs,
+        max_abs_at: in_range.max_abs_at,
+        function: target.name(),
+        dtype: U::DTYPE,
+        range: (bp.lo() as f64, bp.hi() as f64),
+        partitions: table.partitions(),
+        degree: table.degree(),
+        relative_rule: relative_rule(),
+        in_range,
+        left_tail: TailReport {
+            policy: table.left_tail().kind().to_string(),
+            stats: left,
+        },
+        right_tail: TailReport {
+            policy: table.right_tail().kind().to_string(),
+            stats: right,
+        },
+        exhaustive: None,
+    }
+}
+
+/// Builds the report of `table` against `target` (see the module documentation).
+pub fn report(table: &Table, target: &Target, opts: &ReportOptions) -> ErrorReport {
+    match opts.dtype {
+        DType::F32 => report_typed::<f32>(table, target, opts),
+        DType::F16 => {
+            let mut r = report_typed::<f16>(table, target, opts);
+            let (in_range, all_finite) = exhaustive_both::<f16>(table, target);
+            r.exhaustive = Some(ExhaustiveReport {
+                in_range,
+                all_finite,
+            });
+            r
+        }
+        DType::BF16 => {
+            let mut r = report_typed::<bf16>(table, target, opts);
+            let (in_range, all_finite) = exhaustive_both::<bf16>(table, target);
+            r.exhaustive = Some(ExhaustiveReport {
+                in_range,
+                all_finite,
+            });
+            r
+        }
+    }
 }

@@ -345,8 +345,16 @@ fn bad_samples_are_clear_errors() {
         (vec![0.0, 2.0, 1.0], vec![0.0; 3], "strictly increasing"),
         (vec![0.0, 1.0, 1.0], vec![0.0; 3], "duplicate"),
         (vec![0.0, f64::NAN], vec![0.0; 2], "x[1] is not finite"),
-        (vec![0.0, 1.0], vec![0.0, f64::INFINITY], "y[1] is not finite"),
-        (vec![0.0, 1.0, 2.0], vec![0.0; 2], "3 x values but 2 y values"),
+        (
+            vec![0.0, 1.0],
+            vec![0.0, f64::INFINITY],
+            "y[1] is not finite",
+        ),
+        (
+            vec![0.0, 1.0, 2.0],
+            vec![0.0; 2],
+            "3 x values but 2 y values",
+        ),
         (vec![0.0], vec![0.0], "at least 2"),
         (vec![], vec![], "at least 2"),
     ];
@@ -375,9 +383,13 @@ fn samples_from_csv() {
         other => panic!("{other:?}"),
     }
     std::fs::write(&p2, "0,0,0\n").unwrap();
-    assert!(matches!(Target::samples_from_csv(&p2), Err(Error::Samples(m)) if m.contains("3 columns")));
+    assert!(
+        matches!(Target::samples_from_csv(&p2), Err(Error::Samples(m)) if m.contains("3 columns"))
+    );
     std::fs::write(&p2, "0,1\n0,2\n").unwrap();
-    assert!(matches!(Target::samples_from_csv(&p2), Err(Error::Samples(m)) if m.contains("duplicate")));
+    assert!(
+        matches!(Target::samples_from_csv(&p2), Err(Error::Samples(m)) if m.contains("duplicate"))
+    );
     assert!(matches!(
         Target::samples_from_csv(dir.path().join("missing.csv")),
         Err(Error::Io { .. })

@@ -235,9 +235,7 @@ pub fn expm1(x: f64) -> f64 {
 
 /// max(x, 0), for expressions.
 pub fn relu(x: f64) -> f64 {
-    if x > 0.0 {
-        x
-    } else if x.is_nan() {
+    if x > 0.0 || x.is_nan() {
         x
     } else {
         0.0

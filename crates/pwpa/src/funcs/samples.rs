@@ -75,7 +75,7 @@ impl Samples {
                 continue;
             }
             let fields: Vec<&str> = line
-                .split(|c: char| c == ',' || c == ';' || c == '\t' || c == ' ')
+                .split([',', ';', '\t', ' '])
                 .map(str::trim)
                 .filter(|f| !f.is_empty())
                 .collect();

@@ -1,0 +1,290 @@
+//! Error reports on hand-built tables whose errors are known in closed form.
+
+use pwpa::funcs::Target;
+use pwpa::metrics::{
+    exhaustive, range_points, report, tail_points, ulp_error, ReportOptions, REL_FLOOR,
+};
+use pwpa::{bf16, f16, Breakpoints, DType, Element, Table, Tail};
+
+/// 2x + 1 on [-4, 4], 4 uniform pieces of degree 1 anchored at their midpoints,
+/// linear tails 2x + 1: every f32 result is fl32(2x + 1), one rounding.
+fn line_table() -> Table {
+    let bp = Breakpoints::uniform(-4.0, 4.0, 4).unwrap();
+    let anchors = vec![-3.0f32, -1.0, 1.0, 3.0];
+    let coeffs: Vec<f32> = anchors.iter().flat_map(|&a| [2.0, 2.0 * a + 1.0]).collect();
+    let lin = Tail::Linear {
+        slope: 2.0,
+        intercept: 1.0,
+    };
+    Table::new(bp, 1, anchors, coeffs, lin.clone(), lin).unwrap()
+}
+
+#[test]
+fn exact_line_is_correctly_rounded_everywhere_in_bf16_and_f16() {
+    let t = line_table();
+    let f = Target::parse("2*x + 1").unwrap();
+    for dtype in [DType::BF16, DType::F16] {
+        let r = report(
+            &t,
+            &f,
+            &ReportOptions {
+                dtype,
+                samples: 1 << 14,
+            },
+        );
+        let x = r.exhaustive.as_ref().expect("exhaustive part");
+        // Every finite input: 2x+1 is exact in f32 for 16-bit x (or rounds to a value
+        // that is no 16-bit midpoint), overflow to Inf is the correct rounding.
+        assert!(x.all_finite.all_correct(), "{dtype}: {:?}", x.all_finite);
+        // Correctly rounded: at most half an ULP from the exact value.
+        assert!(x.all_finite.max_ulp <= 0.5);
+        assert_eq!(x.all_finite.fraction_correct, 1.0);
+        let finite = if dtype == DType::BF16 {
+            65536 - 2 * 128 // 2·(2^7 − 1) NaN patterns + 2 infinities
+        } else {
+            65536 - 2 * 1024
+        };
+        assert_eq!(x.all_finite.inputs, finite);
+        assert_eq!(x.all_finite.undefined, 0);
+        // Inside [-4, 4]: every 16-bit value of magnitude ≤ 4 (both zeros included).
+        let n_in = (0..=u16::MAX)
+            .filter(|&b| {
+                let v = if dtype == DType::BF16 {
+                    bf16::from_bits(b).to_f32()
+                } else {
+                    f16::from_bits(b).to_f32()
+                };
+                v.abs() <= 4.0
+            })
+            .count();
+        assert_eq!(x.in_range.inputs, n_in);
+        assert!(x.in_range.all_correct());
+        // The tails are the same line: f32 inputs, one f32 rounding, then one into the
+        // 16-bit type (a double rounding can exceed 1/2 ULP by at most 2^-16 there).
+        assert!(r.left_tail.stats.max_ulp <= 0.5 + 2f64.powi(-16), "{dtype}");
+        assert!(
+            r.right_tail.stats.max_ulp <= 0.5 + 2f64.powi(-16),
+            "{dtype}"
+        );
+        assert_eq!(
+            r.left_tail.stats.nan_results + r.right_tail.stats.nan_results,
+            0
+        );
+        assert_eq!(r.left_tail.policy, "linear");
+        // Display mentions the exhaustive sweep.
+        let s = r.to_string();
+        assert!(s.contains("100.0000% correctly rounded"), "{s}");
+    }
+}
+
+#[test]
+fn exact_line_in_f32_has_half_ulp_error_computed_independently() {
+    let t = line_table();
+    let f = Target::parse("2*x + 1").unwrap();
+    let opts = ReportOptions {
+        dtype: DType::F32,
+        samples: (1 << 16) + 1,
+    };
+    let r = report(&t, &f, &opts);
+    assert!(r.exhaustive.is_none());
+    // Independent: the exact value 2x+1 (exact in f64) against its f32 rounding.
+    let pts = range_points(&t, opts.samples);
+    let mut max_abs = 0.0f64;
+    let mut max_ulp = 0.0f64;
+    for &x in &pts {
+        let exact = 2.0 * x as f64 + 1.0;
+        let rounded = exact as f32 as f64;
+        max_abs = max_abs.max((rounded - exact).abs());
+        max_ulp = max_ulp.max((rounded - exact).abs() / f32::ulp_at(exact));
+    }
+    assert_eq!(r.in_range.points, pts.len());
+    assert_eq!(r.in_range.max_abs, max_abs);
+    assert_eq!(r.max_abs, max_abs);
+    assert_eq!(r.in_range.max_ulp, max_ulp);
+    assert!(max_ulp <= 0.5);
+    assert!(max_abs > 0.0, "the sweep must contain inexact points");
+    assert_eq!(r.in_range.nan_results, 0);
+    assert_eq!((r.partitions, r.degree), (4, 1));
+    assert_eq!(r.range, (-4.0, 4.0));
+}
+
+/// p(x) = x (one piece of degree 1, anchor 0) as an approximation of x² on [0, 1]:
+/// error x − x², max 1/4 at x = 1/2.
+fn chord_table() -> Table {
+    Table::new(
+        Breakpoints::uniform(0.0, 1.0, 1).unwrap(),
+        1,
+        vec![0.0],
+        vec![1.0, 0.0],
+        Tail::Constant { value: 0.0 },
+        Tail::Linear {
+            slope: 2.0,
+            intercept: -1.0,
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn chord_of_a_parabola_has_the_known_errors() {
+    let t = chord_table();
+    let f = Target::parse("x*x").unwrap();
+    let opts = ReportOptions {
+        dtype: DType::F32,
+        samples: (1 << 16) + 1, // grid step 2^-16: contains 1/2
+    };
+    let r = report(&t, &f, &opts);
+    let s = &r.in_range;
+    assert_eq!(s.max_abs, 0.25);
+    assert_eq!(s.max_abs_at, 0.5);
+    // Relative error (x − x²)/x² = 1/x − 1 is largest at the smallest x with
+    // x² ≥ REL_FLOOR: the grid point 2^-16 (next_up(0) = 2^-149 has x² below it).
+    assert_eq!(s.max_rel, 65536.0 - 1.0);
+    assert_eq!(s.max_rel_at, 2f64.powi(-16));
+    assert!(2f64.powi(-32) >= REL_FLOOR);
+    // ULP: (x − x²)/ulp_f32(x²) ≈ x·2^23/x² is largest at the smallest grid point
+    // x = 2^-16 (x² = 2^-32, spacing 2^-55); at next_up(0) = 2^-149, x² is below the
+    // subnormal spacing 2^-149 and the error is just under 1 ULP.
+    let x = 2f64.powi(-16);
+    assert_eq!(s.max_ulp, (x - x * x) * 2f64.powi(55));
+    assert_eq!(s.max_ulp_at, x);
+    // Left tail 0 for x < 0: the error x² grows to +Inf at -Inf (abs) and the
+    // ULP error is infinite there too (0 is not +Inf).
+    let l = &r.left_tail.stats;
+    assert_eq!(l.max_abs, f64::INFINITY);
+    assert_eq!(l.max_ulp, f64::INFINITY);
+    assert_eq!(l.max_abs_at, f64::NEG_INFINITY);
+    assert_eq!(r.left_tail.policy, "constant");
+    // Right tail 2x − 1 (the tangent at 1): error (x−1)², infinite in abs at f32::MAX
+    // where x² overflows; in ULPs the overflow to +Inf is the correct rounding, so
+    // the ULP maximum is finite and attained before overflow.
+    let rt = &r.right_tail.stats;
+    assert!(rt.max_ulp.is_finite() && rt.max_ulp > 1e6, "{rt:?}");
+    let pts = tail_points(1.0, true);
+    let mut want = (0.0f64, f64::NAN);
+    for &x in &pts {
+        let got = 2f32.mul_add(x, -1.0);
+        let u = ulp_error(got, x as f64 * x as f64);
+        if u > want.0 {
+            want = (u, x as f64);
+        }
+    }
+    assert_eq!((rt.max_ulp, rt.max_ulp_at), want);
+    // JSON: infinities are written as strings, not as null.
+    let j = serde_json::to_value(&r).unwrap();
+    assert_eq!(j["left_tail"]["stats"]["max_abs"], "inf");
+    assert_eq!(j["in_range"]["max_abs"], 0.25);
+}
+
+#[test]
+fn exhaustive_bf16_counts_of_the_chord() {
+    let t = chord_table();
+    let f = Target::parse("x*x").unwrap();
+    let s = exhaustive::<bf16>(&t, &f, Some((0.0, 1.0)));
+    // bf16 values in [0, 1]: +0 … 1.0 (0x0000..=0x3F80) and −0. Correctly rounded
+    // results x == bf16(x²) only at ±0 and 1.
+    assert_eq!(s.inputs, 0x3F80 + 2);
+    assert_eq!(s.correctly_rounded, 3);
+    assert_eq!(s.fraction_correct, 3.0 / (0x3F80 + 2) as f64);
+    assert!(!s.all_correct());
+    // Max ULP computed independently over the same inputs.
+    let mut want = (0.0f64, 0.0f64);
+    for b in 0..=0x3F80u16 {
+        let x = bf16::from_bits(b).to_f32() as f64;
+        let r = x * x;
+        let u = (x - r).abs() / bf16::ulp_at(r);
+        if u > want.0 {
+            want = (u, x);
+        }
+    }
+    assert_eq!((s.max_ulp, s.worst_input), want);
+    assert_eq!(s.worst_output, want.1);
+    assert_eq!(s.worst_reference, want.1 * want.1);
+}
+
+#[test]
+fn nan_results_and_undefined_references_are_reported() {
+    // A constant 5 as a degree-1 piece [0, 5] with Extend tails: fma(0, ±Inf, 5) is
+    // NaN, so ±Inf inputs give NaN where the reference "5" is defined.
+    let t = Table::new(
+        Breakpoints::uniform(-1.0, 1.0, 1).unwrap(),
+        1,
+        vec![0.0],
+        vec![0.0, 5.0],
+        Tail::Extend,
+        Tail::Extend,
+    )
+    .unwrap();
+    let f = Target::parse("5").unwrap();
+    let r = report(
+        &t,
+        &f,
+        &ReportOptions {
+            dtype: DType::BF16,
+            samples: 1000,
+        },
+    );
+    assert_eq!(r.right_tail.stats.nan_results, 1);
+    assert_eq!(r.right_tail.stats.nan_results_at, vec![f64::INFINITY]);
+    assert_eq!(r.right_tail.stats.max_ulp, f64::INFINITY);
+    assert_eq!(r.left_tail.stats.nan_results_at, vec![f64::NEG_INFINITY]);
+    assert_eq!(r.in_range.max_ulp, 0.0);
+    assert!(r.to_string().contains("NaN results where f is defined: 1"));
+    // Exhaustive (finite inputs only): all correct.
+    let x = r.exhaustive.unwrap();
+    assert!(x.all_finite.all_correct());
+
+    // sqrt with a constant-0 left tail: the reference is NaN for x < 0.
+    let t = Table::new(
+        Breakpoints::uniform(1.0, 4.0, 1).unwrap(),
+        0,
+        vec![2.5],
+        vec![1.5],
+        Tail::Constant { value: 0.0 },
+        Tail::Clamp,
+    )
+    .unwrap();
+    let f = Target::parse("sqrt").unwrap();
+    let r = report(
+        &t,
+        &f,
+        &ReportOptions {
+            dtype: DType::F32,
+            samples: 1 << 12,
+        },
+    );
+    let neg = tail_points(1.0, false).iter().filter(|&&x| x < 0.0).count();
+    assert!(neg > 100);
+    assert_eq!(r.left_tail.stats.undefined, neg);
+    let e = pwpa::metrics::exhaustive::<f16>(&t, &f, None);
+    let neg16 = (0..=u16::MAX)
+        .map(f16::from_bits)
+        .filter(|x| x.to_f32().is_finite() && x.to_f32() < 0.0)
+        .count();
+    assert_eq!(e.undefined, neg16);
+}
+
+#[test]
+fn ulp_error_rules() {
+    // Overflow: the correctly rounded reference is +Inf.
+    assert_eq!(ulp_error(f32::INFINITY, 1e39), 0.0);
+    assert_eq!(ulp_error(f32::NEG_INFINITY, 1e39), f64::INFINITY);
+    // bf16 overflow threshold: (2 − 2^-8)·2^127 = 3.39618e38.
+    assert_eq!(ulp_error(bf16::INFINITY, 3.3962e38), 0.0);
+    assert_eq!(ulp_error(bf16::INFINITY, 3.3961e38), f64::INFINITY);
+    assert!(ulp_error(bf16::MAX, 3.3961e38) <= 0.5);
+    assert_eq!(ulp_error(f16::INFINITY, 65520.0), 0.0);
+    assert_eq!(ulp_error(f16::INFINITY, 65519.0), f64::INFINITY);
+    // NaN result against a finite reference: infinite; NaN reference: undefined.
+    assert_eq!(ulp_error(f32::NAN, 1.0), f64::INFINITY);
+    assert!(ulp_error(1.0f32, f64::NAN).is_nan());
+    // Plain cases.
+    assert_eq!(ulp_error(1.0f32, 1.0 + 2f64.powi(-24)), 0.5);
+    assert_eq!(
+        ulp_error(bf16::from_f32(1.0), 1.0 - 2f64.powi(-9)),
+        2f64.powi(-9) / 2f64.powi(-8)
+    );
+    // Reference infinite (log at 0): same infinity is exact.
+    assert_eq!(ulp_error(f32::NEG_INFINITY, f64::NEG_INFINITY), 0.0);
+    assert_eq!(ulp_error(-3.0e38f32, f64::NEG_INFINITY), f64::INFINITY);
+}
