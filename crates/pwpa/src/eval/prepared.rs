@@ -1,0 +1,199 @@
+//! A table rearranged for fast evaluation, and the portable (scalar) kernel.
+//!
+//! Everything here is an exact re-expression of the oracle ([`Table::eval_f32`]):
+//! the same f32 operations in the same order, only the data layout and the way the
+//! partition index is *found* change.
+//!
+//! # O(1) indexing of arbitrary breakpoints
+//!
+//! A uniform lookup grid of G cells covers `[b_0, b_P]`. The cell of an in-range `x`
+//! is `g(x) = trunc(min((x - b_0) * g_inv, G - 1))` (f32 subtract, f32 multiply,
+//! f32 min, truncation — the same operations in the scalar and the SIMD code).
+//! `g` is monotone non-decreasing in `x`, so for an interior breakpoint `b_j`,
+//! `g(b_j) < g(x)` implies `b_j < x` and `g(b_j) > g(x)` implies `b_j > x`. Cell `c` stores `start[c] = #{j in 1..P : g(b_j) < c}`, a lower
+//! bound on the index of every `x` in the cell; a short scan then counts the interior
+//! breakpoints `b_j <= x` that share the cell with `x`. The result is exactly the
+//! oracle's rule (the number of interior breakpoints `<= x`), for any breakpoint list.
+
+use crate::table::{uniform_index, Breakpoints, Table};
+
+/// Largest grid, in cells (16 MiB of u32).
+const MAX_GRID: usize = 1 << 22;
+
+/// A table prepared for fast evaluation.
+#[derive(Clone, Debug)]
+pub(crate) struct Prepared {
+    /// P.
+    pub p: usize,
+    /// D.
+    pub d: usize,
+    /// b_0.
+    pub lo: f32,
+    /// b_P.
+    pub hi: f32,
+    /// Uniform breakpoints?
+    pub uniform: bool,
+    /// Uniform: the exact `inv_step` of the convention.
+    pub inv_step: f32,
+    /// Uniform: `(P - 1) as f32` (exact), the clamp applied before truncation.
+    pub pmax_f: f32,
+    /// Arbitrary: `ext[j] = b_j` for `1 <= j < P`, `ext[P] = +Inf`, `ext[0]` unused.
+    pub ext: Vec<f32>,
+    /// Arbitrary: `start[c]` per grid cell.
+    pub grid: Vec<u32>,
+    /// Arbitrary: grid scale (finite, ≥ 0).
+    pub g_inv: f32,
+    /// Arbitrary: `(G - 1) as f32` (exact).
+    pub g_max_f: f32,
+    /// Rows `[anchor, c_0, …, c_D]`, stride `D + 2`, one per partition.
+    pub rows: Vec<f32>,
+    /// `D + 2`.
+    pub stride: usize,
+    /// For P ≤ 32: SoA of the rows, each of the `D + 2` columns padded to `soa_width`.
+    pub soa: Vec<f32>,
+    /// 8, 16 or 32 (P rounded up), or 0 when P > 32.
+    pub soa_width: usize,
+}
+
+impl Prepared {
+    pub fn new(table: &Table) -> Prepared {
+        let b = table.breakpoints();
+        let p = b.partitions();
+        let d = table.degree();
+        let stride = d + 2;
+        let mut rows = Vec::with_capacity(p * stride);
+        for i in 0..p {
+            rows.push(table.anchors()[i]);
+            rows.extend_from_slice(table.piece(i));
+        }
+        let soa_width = match p {
+            0..=8 => 8,
+            9..=16 => 16,
+            17..=32 => 32,
+            _ => 0,
+        };
+        let mut soa = vec![0.0f32; soa_width * stride];
+        if soa_width > 0 {
+            for i in 0..p {
+                for k in 0..stride {
+                    soa[k * soa_width + i] = rows[i * stride + k];
+                }
+            }
+        }
+        let mut pr = Prepared {
+            p,
+            d,
+            lo: b.lo(),
+            hi: b.hi(),
+            uniform: b.is_uniform(),
+            inv_step: b.inv_step(),
+            pmax_f: (p - 1) as f32,
+            ext: Vec::new(),
+            grid: Vec::new(),
+            g_inv: 0.0,
+            g_max_f: 0.0,
+            rows,
+            stride,
+            soa,
+            soa_width,
+        };
+        if let Breakpoints::Arbitrary(points) = b {
+            pr.build_grid(points);
+        }
+        pr
+    }
+
+    fn build_grid(&mut self, points: &[f32]) {
+        let p = self.p;
+        let mut ext = points.to_vec();
+        ext[p] = f32::INFINITY;
+        self.ext = ext;
+        let interior = &points[1..p];
+        let span = self.hi as f64 - self.lo as f64;
+        let mut g = (2 * p).next_power_of_two().clamp(16, MAX_GRID);
+        loop {
+            let mut g_inv = (g as f64 / span) as f32;
+            if !(g_inv.is_finite() && g_inv > 0.0) {
+                g_inv = 0.0;
+                g = 1;
+            }
+            self.g_inv = g_inv;
+            self.g_max_f = (g - 1) as f32;
+            let mut count = vec![0u32; g + 1];
+            for &bj in interior {
+                count[self.cell(bj) + 1] += 1;
+            }
+            let max_in_cell = count.iter().copied().max().unwrap_or(0);
+            // Prefix sums: start[c] = #{j : cell(b_j) < c}.
+            for c in 1..=g {
+                count[c] += count[c - 1];
+            }
+            count.truncate(g);
+            self.grid = count;
+            if max_in_cell <= 4 || g >= MAX_GRID || g == 1 {
+                break;
+            }
+            g = (g * 8).min(MAX_GRID);
+        }
+    }
+
+    /// The grid cell of an in-range x (see the module docs).
+    #[inline(always)]
+    pub fn cell(&self, x: f32) -> usize {
+        let u = ((x - self.lo) * self.g_inv).min(self.g_max_f);
+        u as usize
+    }
+
+    /// The partition index of an in-range x.
+    #[inline(always)]
+    pub fn index(&self, x: f32) -> usize {
+        if self.uniform {
+            uniform_index(x, self.lo, self.inv_step, self.p)
+        } else {
+            let mut i = self.grid[self.cell(x)] as usize;
+            while self.ext[i + 1] <= x {
+                i += 1;
+            }
+            i
+        }
+    }
+
+    /// The oracle's f32 evaluation, from the prepared layout.
+    #[inline(always)]
+    pub fn eval_f32(&self, table: &Table, x: f32) -> f32 {
+        if !(x >= self.lo && x <= self.hi) {
+            // NaN and both tails: rare, taken straight from the oracle.
+            return table.eval_f32(x);
+        }
+        let i = self.index(x);
+        let row = &self.rows[i * self.stride..(i + 1) * self.stride];
+        let t = x - row[0];
+        let mut r = row[1];
+        for &c in &row[2..] {
+            r = r.mul_add(t, c);
+        }
+        r
+    }
+}
+
+/// The portable kernel: element by element through raw pointers, so that `src` and
+/// `dst` may be the same buffer (in-place evaluation).
+///
+/// # Safety
+/// `src` must be valid for `n` reads of `T` and `dst` for `n` writes of `U`; they
+/// either do not overlap or are the same pointer (with `T == U`).
+pub(crate) unsafe fn portable<T: crate::Element, U: crate::Element>(
+    pr: &Prepared,
+    table: &Table,
+    src: *const T,
+    dst: *mut U,
+    n: usize,
+) {
+    for j in 0..n {
+        // SAFETY: in bounds by the caller's contract; the read precedes the write.
+        unsafe {
+            let x = src.add(j).read().to_f32();
+            dst.add(j).write(U::from_f32(pr.eval_f32(table, x)));
+        }
+    }
+}

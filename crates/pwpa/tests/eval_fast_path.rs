@@ -1,0 +1,413 @@
+//! The fast CPU path against the scalar oracle `Table::eval`, bit for bit: random
+//! tables and inputs (proptest), every 16-bit input (exhaustive), odd lengths,
+//! in-place evaluation, both parallelism settings and both kernels.
+
+use proptest::prelude::*;
+use pwpa::eval::{Backend, Evaluator, Parallelism};
+use pwpa::{bf16, f16, Breakpoints, Element, Table, Tail};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn next_up(x: f32) -> f32 {
+    if x.is_nan() || x == f32::INFINITY {
+        return x;
+    }
+    if x == 0.0 {
+        return f32::from_bits(1);
+    }
+    let b = x.to_bits();
+    f32::from_bits(if x > 0.0 { b + 1 } else { b - 1 })
+}
+
+fn next_down(x: f32) -> f32 {
+    -next_up(-x)
+}
+
+/// Every kernel this machine runs.
+fn backends() -> Vec<Backend> {
+    let mut v = vec![Backend::Portable];
+    if Backend::detect() == Backend::Avx2 {
+        v.push(Backend::Avx2);
+    }
+    v
+}
+
+fn evaluators(table: &Table, par: &[Parallelism]) -> Vec<Evaluator> {
+    let mut out = Vec::new();
+    for &b in &backends() {
+        for &p in par {
+            out.push(
+                Evaluator::new(table)
+                    .with_backend(b)
+                    .unwrap()
+                    .with_parallelism(p),
+            );
+        }
+    }
+    out
+}
+
+/// Compares `ev.eval` with the oracle on `xs`, bitwise.
+fn check<T: Element, U: Element>(ev: &Evaluator, table: &Table, xs: &[T]) -> Result<(), String> {
+    let mut out = vec![U::from_f32(0.0); xs.len()];
+    ev.eval(xs, &mut out).map_err(|e| e.to_string())?;
+    for (j, (&x, &y)) in xs.iter().zip(&out).enumerate() {
+        let want: U = table.eval(x);
+        if want.to_bits_u32() != y.to_bits_u32() {
+            return Err(format!(
+                "{:?} {:?}->{:?} at {j}: x={:?} (bits {:#x}) got {:?} ({:#x}) want {:?} ({:#x}); table {:?}",
+                ev.backend(),
+                T::DTYPE,
+                U::DTYPE,
+                x,
+                x.to_bits_u32(),
+                y,
+                y.to_bits_u32(),
+                want,
+                want.to_bits_u32(),
+                table
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_all_outputs<T: Element>(ev: &Evaluator, table: &Table, xs: &[T]) -> Result<(), String> {
+    check::<T, f32>(ev, table, xs)?;
+    check::<T, f16>(ev, table, xs)?;
+    check::<T, bf16>(ev, table, xs)
+}
+
+fn check_in_place<T: Element>(ev: &Evaluator, table: &Table, xs: &[T]) -> Result<(), String> {
+    let mut data = xs.to_vec();
+    ev.eval_in_place(&mut data);
+    for (j, (&x, &y)) in xs.iter().zip(&data).enumerate() {
+        let want: T = table.eval(x);
+        if want.to_bits_u32() != y.to_bits_u32() {
+            return Err(format!(
+                "in place {:?} {:?} at {j}: x={x:?} got {y:?} want {want:?}",
+                ev.backend(),
+                T::DTYPE
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn random_tail(rng: &mut StdRng, lo: f32, hi: f32) -> Tail {
+    match rng.random_range(0..6) {
+        0 => Tail::Clamp,
+        1 => Tail::Extend,
+        2 => Tail::Linear {
+            slope: rng.random_range(-2.0..2.0),
+            intercept: rng.random_range(-1.0..1.0),
+        },
+        3 => Tail::Linear {
+            slope: 0.0,
+            intercept: rng.random_range(-1.0..1.0),
+        },
+        4 => Tail::Constant {
+            value: rng.random_range(-3.0..3.0),
+        },
+        _ => {
+            let n = rng.random_range(1..=8);
+            Tail::Exp2 {
+                negative: rng.random_bool(0.5),
+                anchor: if rng.random_bool(0.5) { lo } else { hi },
+                coeffs: (0..n)
+                    .map(|k| {
+                        if k + 1 == n {
+                            rng.random_range(-4.0..4.0)
+                        } else {
+                            rng.random_range(-0.5..0.5f32) * 0.1f32.powi((n - 1 - k) as i32 - 1)
+                        }
+                    })
+                    .collect(),
+            }
+        }
+    }
+}
+
+/// A random valid table: P partitions, degree D, uniform or arbitrary breakpoints
+/// (sometimes clustered, to put many breakpoints in one lookup cell), random
+/// anchors and coefficients, random tails.
+fn random_table(seed: u64, p: usize, d: usize, uniform: bool) -> Table {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let scale = 10f32.powi(rng.random_range(-3..=3));
+    let lo = rng.random_range(-4.0..1.0f32) * scale;
+    let hi = lo + rng.random_range(0.01..8.0f32) * scale;
+    let b = if uniform {
+        Breakpoints::uniform(lo, hi, p).unwrap()
+    } else {
+        let mut pts: Vec<f32> = match rng.random_range(0..3) {
+            // Random points.
+            0 => (0..=p)
+                .map(|_| rng.random_range(lo..=hi))
+                .chain([lo, hi])
+                .collect(),
+            // Geometrically clustered towards lo.
+            1 => (0..=p)
+                .map(|i| lo + (hi - lo) * 0.5f32.powf((p - i) as f32 * 0.5))
+                .chain([lo])
+                .collect(),
+            // Consecutive f32 values around a point (densest possible).
+            _ => {
+                let mut v = vec![lo];
+                let mut x = lo;
+                for _ in 0..p {
+                    x = next_up(x);
+                    v.push(x);
+                }
+                v
+            }
+        };
+        pts.sort_by(f32::total_cmp);
+        pts.dedup();
+        while pts.len() < p + 1 {
+            let x = next_up(*pts.last().unwrap());
+            pts.push(x);
+        }
+        pts.truncate(p + 1);
+        Breakpoints::arbitrary(pts).unwrap()
+    };
+    let anchors = match rng.random_range(0..3) {
+        0 => vec![0.0; p],
+        1 => Table::midpoint_anchors(&b),
+        _ => (0..p).map(|i| b.point(i) as f32).collect(),
+    };
+    let big = rng.random_bool(0.1);
+    let coeffs = (0..p * (d + 1))
+        .map(|_| {
+            let c = rng.random_range(-2.0..2.0f32);
+            if big {
+                c * 1e30
+            } else {
+                c
+            }
+        })
+        .collect();
+    let (left, right) = (
+        random_tail(&mut rng, b.lo(), b.hi()),
+        random_tail(&mut rng, b.lo(), b.hi()),
+    );
+    Table::new(b, d, anchors, coeffs, left, right).unwrap()
+}
+
+/// Interesting f32 inputs for a table: specials, subnormals, the range ends, every
+/// breakpoint (nominal, for uniform grids) and their neighbours, and random values.
+fn interesting_inputs(table: &Table, rng: &mut StdRng, n_random: usize) -> Vec<f32> {
+    let mut v = vec![
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7F80_0001), // signalling NaN
+        f32::from_bits(0xFFC1_2345),
+        f32::from_bits(1),
+        f32::from_bits(0x8000_0001),
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::MIN,
+    ];
+    let b = table.breakpoints();
+    let stride = (b.partitions() / 64).max(1);
+    for i in (0..=b.partitions()).step_by(stride).chain([b.partitions()]) {
+        let x = b.point(i) as f32;
+        v.extend([x, next_up(x), next_down(x)]);
+    }
+    let (lo, hi) = (b.lo(), b.hi());
+    for _ in 0..n_random {
+        let x = match rng.random_range(0..4) {
+            0 => f32::from_bits(rng.random()),
+            1 => uniform_in(rng, lo as f64, hi as f64),
+            2 => {
+                let w = hi as f64 - lo as f64;
+                uniform_in(rng, lo as f64 - 2.0 * w, hi as f64 + 2.0 * w)
+            }
+            _ => {
+                // Right at a breakpoint, or one ulp from it.
+                let x = b.point(rng.random_range(0..=b.partitions())) as f32;
+                match rng.random_range(0..3) {
+                    0 => x,
+                    1 => next_up(x),
+                    _ => next_down(x),
+                }
+            }
+        };
+        v.push(x);
+    }
+    v
+}
+
+/// A random value in [a, b], computed in f64 (the width may overflow f32).
+fn uniform_in(rng: &mut StdRng, a: f64, b: f64) -> f32 {
+    (a + (b - a) * rng.random::<f64>()) as f32
+}
+
+fn check_table(table: &Table, seed: u64, n_random: usize) -> Result<(), String> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let xs = interesting_inputs(table, &mut rng, n_random);
+    let x16: Vec<f16> = xs
+        .iter()
+        .map(|&x| f16::from_f32(x))
+        .chain((0..64).map(|_| f16::from_bits(rng.random())))
+        .collect();
+    let xb: Vec<bf16> = xs
+        .iter()
+        .map(|&x| bf16::from_f32(x))
+        .chain((0..64).map(|_| bf16::from_bits(rng.random())))
+        .collect();
+    for ev in evaluators(table, &[Parallelism::Sequential]) {
+        check_all_outputs(&ev, table, &xs)?;
+        check_all_outputs(&ev, table, &x16)?;
+        check_all_outputs(&ev, table, &xb)?;
+        check_in_place(&ev, table, &xs)?;
+        check_in_place(&ev, table, &x16)?;
+        check_in_place(&ev, table, &xb)?;
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Random tables (P, D, uniform or arbitrary, anchors, all tail kinds) and inputs.
+    #[test]
+    fn fast_path_equals_oracle(
+        seed in any::<u64>(),
+        p in prop_oneof![1usize..=40, 41usize..=600, Just(4096usize)],
+        d in 0usize..=15,
+        uniform in any::<bool>(),
+    ) {
+        let table = random_table(seed, p, d, uniform);
+        prop_assert_eq!(check_table(&table, seed ^ 0x5eed, 300), Ok(()));
+    }
+}
+
+/// Tables used by the exhaustive and length tests.
+fn fixed_tables() -> Vec<Table> {
+    let mut v = vec![
+        random_table(1, 256, 3, true),
+        random_table(2, 16, 7, true),
+        random_table(3, 100, 5, false),
+        random_table(4, 1, 0, true),
+        random_table(5, 4096, 1, false),
+        random_table(6, 13, 15, false),
+        random_table(7, 32, 2, true),
+    ];
+    // A uniform table and an arbitrary one spanning nearly all of f32, where
+    // x - lo overflows to +Inf inside the range.
+    let wide = Breakpoints::uniform(-3e38, 3e38, 7).unwrap();
+    let anchors = Table::midpoint_anchors(&wide);
+    v.push(
+        Table::new(
+            wide,
+            1,
+            anchors,
+            (0..14).map(|i| i as f32 * 1e-39).collect(),
+            Tail::Extend,
+            Tail::Clamp,
+        )
+        .unwrap(),
+    );
+    let pts = vec![-3e38, -1.0, 0.0, 1e-30, 2.0, 3e38];
+    let b = Breakpoints::arbitrary(pts).unwrap();
+    v.push(
+        Table::new(
+            b,
+            2,
+            vec![0.0; 5],
+            (0..15).map(|i| i as f32 - 7.0).collect(),
+            Tail::Constant { value: 1.0 },
+            Tail::Extend,
+        )
+        .unwrap(),
+    );
+    v
+}
+
+#[test]
+fn fixed_tables_equal_oracle() {
+    for (i, t) in fixed_tables().iter().enumerate() {
+        check_table(t, i as u64, 3000).unwrap();
+    }
+}
+
+/// Every f16 and every bf16 input, into every output type, for several tables.
+#[test]
+fn exhaustive_16_bit_identity() {
+    let all16: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+    let allb: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+    for t in fixed_tables() {
+        for ev in evaluators(&t, &[Parallelism::Sequential, Parallelism::Rayon]) {
+            check_all_outputs(&ev, &t, &all16).unwrap();
+            check_all_outputs(&ev, &t, &allb).unwrap();
+        }
+    }
+}
+
+/// Odd lengths (including ones that leave a partial SIMD vector and ones that go
+/// through rayon), in place and out of place, both parallelism settings.
+#[test]
+fn odd_lengths_and_in_place() {
+    let t = random_table(11, 200, 4, false);
+    let u = random_table(12, 64, 3, true);
+    let mut rng = StdRng::seed_from_u64(99);
+    for &n in &[0usize, 1, 7, 8, 9, 33, 65_536 + 3, 1_000_003] {
+        for table in [&t, &u] {
+            let (lo, hi) = (table.breakpoints().lo(), table.breakpoints().hi());
+            let w = hi - lo;
+            let xs: Vec<f32> = (0..n)
+                .map(|_| {
+                    if rng.random_bool(0.01) {
+                        f32::from_bits(rng.random())
+                    } else {
+                        rng.random_range(lo - 0.1 * w..=hi + 0.1 * w)
+                    }
+                })
+                .collect();
+            let xb: Vec<bf16> = xs.iter().map(|&x| bf16::from_f32(x)).collect();
+            for ev in evaluators(table, &[Parallelism::Sequential, Parallelism::Rayon]) {
+                check::<f32, f32>(&ev, table, &xs).unwrap();
+                check::<f32, bf16>(&ev, table, &xs).unwrap();
+                check::<bf16, bf16>(&ev, table, &xb).unwrap();
+                check_in_place(&ev, table, &xs).unwrap();
+                check_in_place(&ev, table, &xb).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn length_mismatch_is_an_error() {
+    let t = random_table(3, 10, 2, true);
+    let ev = Evaluator::new(&t);
+    let mut out = vec![0f32; 4];
+    let err = ev.eval(&[1.0f32; 5], &mut out).unwrap_err();
+    assert!(matches!(
+        err,
+        pwpa::Error::LengthMismatch {
+            input: 5,
+            output: 4
+        }
+    ));
+    assert!(err.to_string().contains('5'), "{err}");
+}
+
+#[test]
+fn backend_selection() {
+    let t = random_table(3, 10, 2, true);
+    let ev = Evaluator::new(&t).with_backend(Backend::Portable).unwrap();
+    assert_eq!(ev.backend(), Backend::Portable);
+    assert_eq!(ev.table(), &t);
+    #[cfg(target_arch = "x86_64")]
+    {
+        let has = std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("fma")
+            && std::is_x86_feature_detected!("f16c");
+        assert_eq!(Evaluator::new(&t).with_backend(Backend::Avx2).is_ok(), has);
+    }
+}
