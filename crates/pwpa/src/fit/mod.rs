@@ -1,19 +1,28 @@
 //! Fitting: least squares (the seed's baseline) and minimax, uniform or adaptive
-//! breakpoints, error targets, bf16/f16 exactness, tails.
+//! breakpoints, error targets, bf16/f16 exactness, relative-accuracy tails.
 //!
-//! STUB API — owned by the fitting work; `FitOptions` is the contract the CLI and
-//! the Python bindings fill in.
+//! Every piece is fitted in f64 in a Chebyshev basis on [-1, 1] (well conditioned),
+//! converted to powers of the local coordinate t = x − anchor (anchor = the piece's
+//! f32 midpoint, or 0 for a piece holding a zero of f at 0 under relative error), and
+//! rounded to f32. The error that is reported is then measured on what the evaluator
+//! computes ([`Table::eval_f32`]), not on the f64 polynomial. See `docs/FITTING.md`.
+
+mod place;
+mod poly;
+mod tails;
+pub mod verify;
 
 use crate::element::DType;
 use crate::error::{Error, Result};
 use crate::funcs::Target;
-use crate::table::{Table, Tail};
+use crate::table::{Breakpoints, Table, Tail, MAX_DEGREE, MAX_PARTITIONS};
+pub use verify::{sweep16, Sweep};
 
 /// Per-piece approximation method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Method {
-    /// Least squares on samples (the seed's method).
+    /// Least squares on uniform samples (the seed's method).
     Lsq,
     /// Remez exchange (minimax).
     Minimax,
@@ -23,9 +32,9 @@ pub enum Method {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Placement {
-    /// Equal pieces.
+    /// Equal pieces ([`Breakpoints::Uniform`]: O(1) index).
     Uniform,
-    /// Moved until the pieces' errors equalise.
+    /// Moved until the pieces' errors equalise ([`Breakpoints::Arbitrary`]).
     Adaptive,
 }
 
@@ -39,6 +48,15 @@ pub enum ErrorMeasure {
     Relative,
 }
 
+impl ErrorMeasure {
+    fn name(self) -> &'static str {
+        match self {
+            ErrorMeasure::Absolute => "abs",
+            ErrorMeasure::Relative => "rel",
+        }
+    }
+}
+
 /// What to search for beyond a fixed-size fit.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Goal {
@@ -46,12 +64,13 @@ pub enum Goal {
     Fixed,
     /// Smallest P (for the given D) meeting the error; with `vary_degree`, smallest D for the given P.
     MaxError {
-        /// The error bound.
+        /// The error bound (in the options' measure), checked on the f32 evaluator.
         error: f64,
         /// Search D instead of P.
         vary_degree: bool,
     },
-    /// Correctly rounded in this type for every input of the type in the range.
+    /// Correctly rounded in this type for every input of the type in the range
+    /// (F16 or BF16; checked exhaustively). Searches the smallest P for the given D.
     Exact(DType),
 }
 
@@ -78,7 +97,8 @@ pub struct FitOptions {
     pub left_tail: Option<Tail>,
     /// Tails; `None` uses the target's default.
     pub right_tail: Option<Tail>,
-    /// Fit relative-accuracy (exp2) tails where the function decays exponentially.
+    /// Fit relative-accuracy (exp2) tails where the function decays exponentially
+    /// (replacing the default tail on that side; an explicit tail is kept).
     pub exp_tails: bool,
     /// Search limits.
     pub max_partitions: usize,
@@ -115,7 +135,628 @@ pub struct Progress {
     pub message: String,
 }
 
-/// Fits a table.
-pub fn fit(_target: &Target, _opts: &FitOptions, _progress: &dyn Fn(Progress)) -> Result<Table> {
-    Err(Error::Fit("not yet implemented".into()))
+/// A function to fit: an f64 reference plus the defaults a catalogue entry carries.
+pub struct FitFunction<'a> {
+    /// Name for metadata and messages.
+    pub name: String,
+    /// The f64 reference.
+    pub f: &'a (dyn Fn(f64) -> f64 + Sync),
+    /// Range used when the options give none.
+    pub default_range: (f64, f64),
+    /// Tails used when the options give none.
+    pub default_tails: (Tail, Tail),
+}
+
+/// What a fit chose and what was verified.
+#[derive(Clone, Debug)]
+pub struct FitOutcome {
+    /// The table (its `meta` holds the same facts).
+    pub table: Table,
+    /// Chosen P.
+    pub partitions: usize,
+    /// Chosen D.
+    pub degree: usize,
+    /// Max error of the f64 pieces before rounding (in the options' measure).
+    pub fitted_error: f64,
+    /// Max error of the f32 table as the evaluator computes it, on a dense sweep of
+    /// the range (in the options' measure).
+    pub verified_error: f64,
+    /// The same sweep's max absolute error.
+    pub verified_abs_error: f64,
+    /// Pieces whose Remez iteration did not level (fell back to the best found).
+    pub unconverged_pieces: usize,
+    /// Per-piece max error of the f64 fit (the options' measure).
+    pub piece_errors: Vec<f64>,
+    /// Per-piece lower bound on the best possible error (de la Vallée Poussin; 0 if
+    /// unknown, e.g. for least squares): `piece_errors[i] / piece_lower_bounds[i]`
+    /// bounds how far piece i is from its minimax optimum.
+    pub piece_lower_bounds: Vec<f64>,
+    /// Largest jump between neighbouring pieces at interior breakpoints (f32 evaluator).
+    pub max_jump: f64,
+    /// Exhaustive sweep of the inputs of the checked type inside the range
+    /// (the `Exact` type; bf16 otherwise).
+    pub in_range: Sweep,
+    /// Exhaustive sweep over every finite input of that type, tails included.
+    pub all_finite: Sweep,
+    /// The type of the two sweeps.
+    pub checked_dtype: DType,
+}
+
+/// Fits a table for a [`Target`].
+pub fn fit(target: &Target, opts: &FitOptions, progress: &dyn Fn(Progress)) -> Result<Table> {
+    fit_report(target, opts, progress).map(|o| o.table)
+}
+
+/// Fits a table for a [`Target`] and reports what was chosen and verified.
+pub fn fit_report(
+    target: &Target,
+    opts: &FitOptions,
+    progress: &dyn Fn(Progress),
+) -> Result<FitOutcome> {
+    let f = |x: f64| target.eval(x);
+    let func = FitFunction {
+        name: target.name(),
+        f: &f,
+        default_range: target.default_range(),
+        default_tails: target.default_tails(),
+    };
+    fit_function(&func, opts, progress)
+}
+
+/// The resolved problem.
+struct Ctx<'a> {
+    f: &'a (dyn Fn(f64) -> f64 + Sync),
+    lo: f32,
+    hi: f32,
+    method: Method,
+    placement: Placement,
+    measure: ErrorMeasure,
+    continuous: bool,
+    /// f(0) == 0 with 0 in range: pieces touching 0 are anchored there (relative error).
+    zero_at_origin: bool,
+}
+
+/// The pieces of a fit (before tails).
+#[derive(Clone, Debug)]
+pub(crate) struct Pieces {
+    breakpoints: Breakpoints,
+    anchors: Vec<f32>,
+    coeffs: Vec<f32>,
+    degree: usize,
+    errors: Vec<f64>,
+    lower_bounds: Vec<f64>,
+    unconverged: usize,
+}
+
+impl Pieces {
+    fn max_error(&self) -> f64 {
+        self.errors.iter().copied().fold(0.0, f64::max)
+    }
+    fn table(&self, left: Tail, right: Tail) -> Result<Table> {
+        Table::new(
+            self.breakpoints.clone(),
+            self.degree,
+            self.anchors.clone(),
+            self.coeffs.clone(),
+            left,
+            right,
+        )
+    }
+}
+
+fn check_limits(partitions: usize, degree: usize) -> Result<()> {
+    if partitions == 0 {
+        return Err(Error::ZeroPartitions);
+    }
+    if partitions > MAX_PARTITIONS {
+        return Err(Error::TooManyPartitions {
+            partitions,
+            max: MAX_PARTITIONS,
+        });
+    }
+    if degree > MAX_DEGREE {
+        return Err(Error::DegreeTooLarge {
+            degree,
+            max: MAX_DEGREE,
+        });
+    }
+    Ok(())
+}
+
+/// Checks that f is finite on [lo, hi] (dense sample plus the ends); names the point.
+fn check_finite(name: &str, f: &(dyn Fn(f64) -> f64 + Sync), lo: f64, hi: f64) -> Result<()> {
+    let n = 8192;
+    for i in 0..=n {
+        let x = if i == n {
+            hi
+        } else {
+            lo + (hi - lo) * i as f64 / n as f64
+        };
+        let v = f(x);
+        if !v.is_finite() {
+            return Err(Error::NotFinite {
+                function: name.to_string(),
+                x,
+                value: v,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Fits a table for any f64 function (the generic core behind [`fit`]).
+pub fn fit_function(
+    func: &FitFunction<'_>,
+    opts: &FitOptions,
+    progress: &dyn Fn(Progress),
+) -> Result<FitOutcome> {
+    let (lo, hi) = opts.range.unwrap_or(func.default_range);
+    if !(lo.is_finite() && hi.is_finite()) {
+        return Err(Error::InvalidArgument(format!(
+            "fit range [{lo}, {hi}] must be finite"
+        )));
+    }
+    if lo >= hi {
+        return Err(Error::EmptyRange { lo, hi });
+    }
+    let (lo32, hi32) = (lo as f32, hi as f32);
+    if !(lo32.is_finite() && hi32.is_finite()) || lo32 >= hi32 {
+        return Err(Error::InvalidArgument(format!(
+            "fit range [{lo}, {hi}] is not a non-empty finite f32 range"
+        )));
+    }
+    check_limits(opts.partitions, opts.degree)?;
+    if opts.max_degree > MAX_DEGREE {
+        return Err(Error::DegreeTooLarge {
+            degree: opts.max_degree,
+            max: MAX_DEGREE,
+        });
+    }
+    if opts.max_partitions == 0 || opts.max_partitions > MAX_PARTITIONS {
+        return Err(Error::TooManyPartitions {
+            partitions: opts.max_partitions,
+            max: MAX_PARTITIONS,
+        });
+    }
+    if opts.continuous && opts.degree == 0 && matches!(opts.goal, Goal::Fixed) {
+        return Err(Error::InvalidArgument(
+            "--continuous needs degree ≥ 1 (a constant piece cannot meet both neighbours)".into(),
+        ));
+    }
+    let f = func.f;
+    check_finite(&func.name, f, lo32 as f64, hi32 as f64)?;
+    let exact = match opts.goal {
+        Goal::Exact(DType::F32) => {
+            return Err(Error::InvalidArgument(
+                "exact fitting is for bf16 or f16 (every f32 input cannot be checked)".into(),
+            ))
+        }
+        Goal::Exact(dt) => Some(dt),
+        _ => None,
+    };
+    let measure = if exact.is_some() {
+        ErrorMeasure::Relative
+    } else {
+        opts.measure
+    };
+    let zero_at_origin = measure == ErrorMeasure::Relative
+        && lo32 <= 0.0
+        && hi32 >= 0.0
+        && f(0.0) == 0.0;
+    let ctx = Ctx {
+        f,
+        lo: lo32,
+        hi: hi32,
+        method: opts.method,
+        placement: opts.placement,
+        measure,
+        continuous: opts.continuous,
+        zero_at_origin,
+    };
+
+    // Tails (decided first: the exact search checks in-range inputs only, but the
+    // final sweep includes them).
+    let (dl, dr) = func.default_tails.clone();
+    let mut tail_notes = serde_json::Map::new();
+    let pick_tail = |given: &Option<Tail>, default: Tail, right: bool| -> (Tail, Option<f64>) {
+        if let Some(t) = given {
+            return (t.clone(), None);
+        }
+        if opts.exp_tails {
+            let end = if right { hi32 } else { lo32 };
+            if let Some((t, e)) = tails::fit_exp2_tail(f, end, right) {
+                return (t, Some(e));
+            }
+        }
+        (default, None)
+    };
+    let (left, le) = pick_tail(&opts.left_tail, dl, false);
+    let (right, re) = pick_tail(&opts.right_tail, dr, true);
+    if let Some(e) = le {
+        tail_notes.insert("left_tail_log2_error".into(), e.into());
+    }
+    if let Some(e) = re {
+        tail_notes.insert("right_tail_log2_error".into(), e.into());
+    }
+    left.validate("left")?;
+    right.validate("right")?;
+
+    let checked = exact.unwrap_or(DType::BF16);
+    let refs_in = verify::references(checked, Some((lo32, hi32)), f);
+
+    let pieces = match (&opts.goal, exact) {
+        (_, Some(dt)) => search_exact(&ctx, opts, dt, &refs_in, &left, &right, progress)?,
+        (Goal::MaxError { error, vary_degree }, _) => {
+            search_error(&ctx, opts, *error, *vary_degree, progress)?
+        }
+        _ => build(&ctx, opts.partitions, opts.degree, progress)?,
+    };
+    progress(Progress {
+        fraction: 0.95,
+        message: "verifying".into(),
+    });
+    let mut table = pieces.table(left, right)?;
+    let (verr, vabs) = measured_error(&ctx, &table);
+    let max_jump = max_jump(&table);
+    let in_range = verify::sweep_refs(&table, checked, &refs_in);
+    let all_finite = verify::sweep16(&table, f, checked, None);
+
+    let m = &mut table.meta;
+    m.insert("function".into(), func.name.clone().into());
+    m.insert(
+        "method".into(),
+        match opts.method {
+            Method::Lsq => "lsq",
+            Method::Minimax => "minimax",
+        }
+        .into(),
+    );
+    m.insert(
+        "placement".into(),
+        match opts.placement {
+            Placement::Uniform => "uniform",
+            Placement::Adaptive => "adaptive",
+        }
+        .into(),
+    );
+    m.insert("measure".into(), measure.name().into());
+    m.insert("range".into(), serde_json::json!([lo32, hi32]));
+    m.insert("partitions".into(), pieces.breakpoints.partitions().into());
+    m.insert("degree".into(), pieces.degree.into());
+    m.insert("continuous".into(), opts.continuous.into());
+    if opts.continuous {
+        m.insert("max_jump".into(), max_jump.into());
+    }
+    m.insert(
+        "goal".into(),
+        match &opts.goal {
+            Goal::Fixed => "fixed".to_string(),
+            Goal::MaxError { error, vary_degree } => format!(
+                "max-error {error:e} (search {})",
+                if *vary_degree { "degree" } else { "partitions" }
+            ),
+            Goal::Exact(dt) => format!("exact {dt}"),
+        }
+        .into(),
+    );
+    m.insert("fitted_error".into(), pieces.max_error().into());
+    m.insert("verified_error".into(), verr.into());
+    m.insert("verified_abs_error".into(), vabs.into());
+    let sweep_json = |s: &Sweep| {
+        serde_json::json!({
+            "inputs": s.inputs,
+            "correctly_rounded": s.fraction_correct(),
+            "max_ulp": s.max_ulp,
+            "max_ulp_at": s.max_ulp_at,
+        })
+    };
+    m.insert(
+        format!("{checked}_in_range"),
+        sweep_json(&in_range),
+    );
+    m.insert(
+        format!("{checked}_all_finite"),
+        sweep_json(&all_finite),
+    );
+    for (k, v) in tail_notes {
+        m.insert(k, v);
+    }
+    progress(Progress {
+        fraction: 1.0,
+        message: "done".into(),
+    });
+    Ok(FitOutcome {
+        partitions: pieces.breakpoints.partitions(),
+        degree: pieces.degree,
+        fitted_error: pieces.max_error(),
+        verified_error: verr,
+        verified_abs_error: vabs,
+        unconverged_pieces: pieces.unconverged,
+        piece_errors: pieces.errors.clone(),
+        piece_lower_bounds: pieces.lower_bounds.clone(),
+        max_jump,
+        in_range,
+        all_finite,
+        checked_dtype: checked,
+        table,
+    })
+}
+
+/// Fits P × D pieces (uniform or adaptive).
+fn build(ctx: &Ctx, p: usize, d: usize, progress: &dyn Fn(Progress)) -> Result<Pieces> {
+    check_limits(p, d)?;
+    if ctx.continuous && d == 0 {
+        return Err(Error::InvalidArgument(
+            "--continuous needs degree ≥ 1".into(),
+        ));
+    }
+    match ctx.placement {
+        Placement::Uniform => {
+            let bps = Breakpoints::uniform(ctx.lo, ctx.hi, p)?;
+            Ok(place::fit_pieces(ctx, bps, d))
+        }
+        Placement::Adaptive => place::adaptive(ctx, p, d, progress),
+    }
+}
+
+/// Error of the f32 table on a dense sweep of each piece (the options' measure), and abs.
+fn measured_error(ctx: &Ctx, table: &Table) -> (f64, f64) {
+    use rayon::prelude::*;
+    let b = table.breakpoints();
+    let p = b.partitions();
+    let per = (20_000 / p).clamp(64, 1024);
+    (0..p)
+        .into_par_iter()
+        .map(|i| {
+            let (a, z) = (b.point(i), b.point(i + 1));
+            let mut e = (0.0f64, 0.0f64);
+            for k in 0..=per {
+                let x = (a + (z - a) * k as f64 / per as f64) as f32;
+                let want = (ctx.f)(x as f64);
+                let got = table.eval_f32(x) as f64;
+                let abs = (got - want).abs();
+                let m = match ctx.measure {
+                    ErrorMeasure::Absolute => abs,
+                    ErrorMeasure::Relative => {
+                        if want == 0.0 {
+                            if got == 0.0 {
+                                0.0
+                            } else {
+                                f64::INFINITY
+                            }
+                        } else {
+                            abs / want.abs()
+                        }
+                    }
+                };
+                e = (e.0.max(m), e.1.max(abs));
+            }
+            e
+        })
+        .reduce(|| (0.0, 0.0), |a, b| (a.0.max(b.0), a.1.max(b.1)))
+}
+
+/// Largest |p_i(b) − p_{i+1}(b)| at interior breakpoints, with the f32 evaluator.
+fn max_jump(table: &Table) -> f64 {
+    let b = table.breakpoints();
+    (1..table.partitions())
+        .map(|i| {
+            let x = b.point(i) as f32;
+            (table.eval_piece(i - 1, x) as f64 - table.eval_piece(i, x) as f64).abs()
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Smallest P (or D) meeting `target` on the f32 evaluator: doubling, then bisection.
+fn search_error(
+    ctx: &Ctx,
+    opts: &FitOptions,
+    target: f64,
+    vary_degree: bool,
+    progress: &dyn Fn(Progress),
+) -> Result<Pieces> {
+    if !(target > 0.0 && target.is_finite()) {
+        return Err(Error::InvalidArgument(format!(
+            "the error target must be a positive number (got {target})"
+        )));
+    }
+    let quiet = |_: Progress| {};
+    let mut best: Option<(f64, usize, usize)> = None;
+    let mut eval = |p: usize, d: usize| -> Result<(f64, Pieces)> {
+        let pcs = build(ctx, p, d, &quiet)?;
+        let t = pcs.table(Tail::Clamp, Tail::Clamp)?;
+        let e = measured_error(ctx, &t).0;
+        if best.is_none_or(|b| e < b.0) {
+            best = Some((e, p, d));
+        }
+        Ok((e, pcs))
+    };
+    if vary_degree {
+        let p = opts.partitions;
+        let maxd = opts.max_degree.min(MAX_DEGREE);
+        for d in 0..=maxd {
+            progress(Progress {
+                fraction: d as f64 / (maxd + 1) as f64,
+                message: format!("degree {d} with {p} pieces"),
+            });
+            if ctx.continuous && d == 0 {
+                continue;
+            }
+            let (e, pcs) = eval(p, d)?;
+            if e <= target {
+                return Ok(pcs);
+            }
+        }
+    } else {
+        let d = opts.degree;
+        let maxp = opts.max_partitions.min(MAX_PARTITIONS);
+        let mut p = 1usize;
+        let mut lo_fail = 0usize;
+        let mut found: Option<(usize, Pieces)> = None;
+        let steps = (maxp as f64).log2().ceil() as usize + 1;
+        let mut step = 0;
+        loop {
+            progress(Progress {
+                fraction: (step as f64 / (2 * steps) as f64).min(0.9),
+                message: format!("{p} pieces of degree {d}"),
+            });
+            step += 1;
+            let (e, pcs) = eval(p, d)?;
+            if e <= target {
+                found = Some((p, pcs));
+                break;
+            }
+            lo_fail = p;
+            if p >= maxp {
+                break;
+            }
+            p = (p * 2).min(maxp);
+        }
+        if let Some((mut hi_ok, mut pcs_ok)) = found {
+            // Bisection on (lo_fail, hi_ok].
+            while hi_ok - lo_fail > 1 {
+                let mid = lo_fail + (hi_ok - lo_fail) / 2;
+                progress(Progress {
+                    fraction: (step as f64 / (2 * steps) as f64).min(0.9),
+                    message: format!("{mid} pieces of degree {d}"),
+                });
+                step += 1;
+                let (e, pcs) = eval(mid, d)?;
+                if e <= target {
+                    hi_ok = mid;
+                    pcs_ok = pcs;
+                } else {
+                    lo_fail = mid;
+                }
+            }
+            return Ok(pcs_ok);
+        }
+    }
+    let (e, p, d) = best.unwrap_or((f64::INFINITY, 0, 0));
+    Err(Error::Fit(format!(
+        "max {} error {target:e} not reached within the limits (P ≤ {}, D ≤ {}); best found: {e:.3e} with {p} pieces of degree {d}",
+        ctx.measure.name(),
+        if vary_degree { opts.partitions } else { opts.max_partitions },
+        if vary_degree { opts.max_degree } else { opts.degree },
+    )))
+}
+
+/// Smallest P (for the given D) whose table is correctly rounded in `dt` for every
+/// input of the type in the range (after per-piece coefficient nudging).
+fn search_exact(
+    ctx: &Ctx,
+    opts: &FitOptions,
+    dt: DType,
+    refs: &[(f32, u16)],
+    left: &Tail,
+    right: &Tail,
+    progress: &dyn Fn(Progress),
+) -> Result<Pieces> {
+    let d = opts.degree;
+    let maxp = opts.max_partitions.min(MAX_PARTITIONS);
+    let quiet = |_: Progress| {};
+    let mut best: Option<(u64, usize, Sweep)> = None;
+    let mut try_p = |p: usize| -> Result<(bool, Pieces)> {
+        let mut pcs = build(ctx, p, d, &quiet)?;
+        place::nudge_exact(&mut pcs, dt, refs);
+        let t = pcs.table(left.clone(), right.clone())?;
+        let s = verify::sweep_refs(&t, dt, refs);
+        let wrong = s.inputs - s.correct;
+        if best.as_ref().is_none_or(|b| wrong < b.0) {
+            best = Some((wrong, p, s));
+        }
+        Ok((wrong == 0, pcs))
+    };
+    let steps = (maxp as f64).log2().ceil() as usize + 1;
+    let mut step = 0;
+    let mut p = opts.partitions.clamp(1, maxp).min(8);
+    let mut lo_fail = 0;
+    let mut found = None;
+    loop {
+        progress(Progress {
+            fraction: (step as f64 / (2 * steps) as f64).min(0.9),
+            message: format!("exact {dt}: {p} pieces of degree {d}"),
+        });
+        step += 1;
+        let (ok, pcs) = try_p(p)?;
+        if ok {
+            found = Some((p, pcs));
+            break;
+        }
+        lo_fail = p;
+        if p >= maxp {
+            break;
+        }
+        p = (p * 2).min(maxp);
+    }
+    if let Some((mut hi_ok, mut pcs_ok)) = found {
+        while hi_ok - lo_fail > 1 {
+            let mid = lo_fail + (hi_ok - lo_fail) / 2;
+            progress(Progress {
+                fraction: (step as f64 / (2 * steps) as f64).min(0.9),
+                message: format!("exact {dt}: {mid} pieces of degree {d}"),
+            });
+            step += 1;
+            let (ok, pcs) = try_p(mid)?;
+            if ok {
+                hi_ok = mid;
+                pcs_ok = pcs;
+            } else {
+                lo_fail = mid;
+            }
+        }
+        return Ok(pcs_ok);
+    }
+    let (wrong, p, s) = best.expect("at least one try");
+    Err(Error::Fit(format!(
+        "no table of degree {d} with at most {maxp} pieces is correctly rounded in {dt} on the range; best found: {p} pieces, {wrong} of {} inputs wrong ({:.4} % correctly rounded, max {} ulp at x = {})",
+        s.inputs,
+        100.0 * s.fraction_correct(),
+        s.max_ulp,
+        s.max_ulp_at
+    )))
+}
+
+/// The derivative table: exact for the pieces and for clamp/extend/linear/constant
+/// tails ([`Table::derivative`]); an [`Tail::Exp2`] tail gets an exp2 tail fitted to
+/// its derivative (d/dx ±2^q = ±ln2·q'·2^q).
+pub fn derivative(table: &Table) -> Result<Table> {
+    let exp_side = |t: &Tail| matches!(t, Tail::Exp2 { .. });
+    let (l, r) = (table.left_tail().clone(), table.right_tail().clone());
+    let base = if exp_side(&l) || exp_side(&r) {
+        let stub = |t: &Tail| {
+            if exp_side(t) {
+                Tail::Constant { value: 0.0 }
+            } else {
+                t.clone()
+            }
+        };
+        let mut t = table.clone().with_tails(stub(&l), stub(&r))?;
+        t.meta = table.meta.clone();
+        t.derivative()?
+    } else {
+        return table.derivative();
+    };
+    let dtail = |t: &Tail, right: bool, side: &'static str| -> Result<Option<Tail>> {
+        match t {
+            Tail::Exp2 {
+                negative,
+                anchor,
+                coeffs,
+            } => tails::derivative_exp2_tail(*negative, *anchor, coeffs, right)
+                .map(|(t, _)| Some(t))
+                .ok_or_else(|| Error::InvalidTail {
+                    side,
+                    reason: "cannot fit an exp2 tail to the derivative of this exp2 tail (its exponent is not monotone)".into(),
+                }),
+            _ => Ok(None),
+        }
+    };
+    let nl = dtail(&l, false, "left")?;
+    let nr = dtail(&r, true, "right")?;
+    let (bl, br) = (base.left_tail().clone(), base.right_tail().clone());
+    let meta = base.meta.clone();
+    let mut out = base.with_tails(nl.unwrap_or(bl), nr.unwrap_or(br))?;
+    out.meta = meta;
+    Ok(out)
 }

@@ -1,0 +1,286 @@
+//! Breakpoint placement (uniform, adaptive equidistribution) and fitting the pieces
+//! of a given partition; per-piece coefficient nudging for exactness.
+
+use super::poly::{fit_piece, PieceSpec};
+use super::verify;
+use super::{Ctx, Pieces, Progress};
+use crate::element::DType;
+use crate::error::Result;
+use crate::table::{horner, Breakpoints, Table};
+use rayon::prelude::*;
+
+/// Fits every piece of `bps` (in parallel).
+pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
+    let p = bps.partitions();
+    let anchors_mid = Table::midpoint_anchors(&bps);
+    let uniform = bps.is_uniform();
+    let pts = bps.points_f64();
+    let results: Vec<_> = (0..p)
+        .into_par_iter()
+        .map(|i| {
+            let (mut a, mut b) = (pts[i], pts[i + 1]);
+            if uniform {
+                // The index rule decides membership near nominal points: widen the
+                // interior ends by a few f32 ulps so every member is covered.
+                let m = 4.0 * f32::EPSILON as f64 * (ctx.lo.abs().max(ctx.hi.abs()) as f64);
+                if i > 0 {
+                    a -= m;
+                }
+                if i + 1 < p {
+                    b += m;
+                }
+            }
+            let zero = ctx.zero_at_origin && a <= 0.0 && b >= 0.0;
+            let spec = PieceSpec {
+                a,
+                b,
+                anchor: if zero { 0.0 } else { anchors_mid[i] as f64 },
+                zero_anchored: zero,
+                pin_left: ctx.continuous && i > 0,
+                pin_right: ctx.continuous && i + 1 < p,
+            };
+            let pf = fit_piece(ctx.f, &spec, d, ctx.method, ctx.measure);
+            (spec.anchor as f32, pf)
+        })
+        .collect();
+    let mut anchors = Vec::with_capacity(p);
+    let mut coeffs = Vec::with_capacity(p * (d + 1));
+    let mut errors = Vec::with_capacity(p);
+    let mut lbs = Vec::with_capacity(p);
+    let mut unconverged = 0;
+    for (a, pf) in results {
+        anchors.push(a);
+        coeffs.extend(pf.coeffs.iter().map(|&c| {
+            let v = c as f32;
+            if v.is_finite() {
+                v
+            } else {
+                0.0
+            }
+        }));
+        errors.push(pf.error);
+        lbs.push(pf.lower_bound);
+        if !pf.converged {
+            unconverged += 1;
+        }
+    }
+    Pieces {
+        breakpoints: bps,
+        anchors,
+        coeffs,
+        degree: d,
+        errors,
+        lower_bounds: lbs,
+        unconverged,
+    }
+}
+
+/// Rounds f64 points to a strictly increasing f32 list with the exact ends.
+fn to_f32_points(pts: &[f64], lo: f32, hi: f32) -> Option<Vec<f32>> {
+    let n = pts.len();
+    let mut out: Vec<f32> = pts.iter().map(|&v| v as f32).collect();
+    out[0] = lo;
+    out[n - 1] = hi;
+    for i in 1..n - 1 {
+        if out[i] <= out[i - 1] {
+            out[i] = next_up(out[i - 1]);
+        }
+    }
+    for i in (1..n - 1).rev() {
+        if out[i] >= out[i + 1] {
+            out[i] = next_down(out[i + 1]);
+        }
+    }
+    out.windows(2).all(|w| w[1] > w[0]).then_some(out)
+}
+
+fn next_up(v: f32) -> f32 {
+    if v == 0.0 {
+        return f32::from_bits(1);
+    }
+    let b = v.to_bits();
+    f32::from_bits(if v > 0.0 { b + 1 } else { b - 1 })
+}
+
+fn next_down(v: f32) -> f32 {
+    -next_up(-v)
+}
+
+/// Adaptive placement: equidistribution of err_i^(1/(D+1)) / h_i, iterated (at most
+/// 40 times, damped when it stops improving); keeps the best partition seen.
+pub(crate) fn adaptive(
+    ctx: &Ctx,
+    p: usize,
+    d: usize,
+    progress: &dyn Fn(Progress),
+) -> Result<Pieces> {
+    let (lo, hi) = (ctx.lo as f64, ctx.hi as f64);
+    let mut pts: Vec<f64> = (0..=p)
+        .map(|i| lo + (hi - lo) * i as f64 / p as f64)
+        .collect();
+    let mut best: Option<Pieces> = None;
+    if p == 1 {
+        let bps = Breakpoints::arbitrary(vec![ctx.lo, ctx.hi])?;
+        return Ok(fit_pieces(ctx, bps, d));
+    }
+    let mut lambda: f64 = 1.0;
+    let mut stall = 0;
+    let iters = 40;
+    let k = (d + 1) as f64;
+    for it in 0..iters {
+        progress(Progress {
+            fraction: it as f64 / iters as f64,
+            message: format!("placing {p} breakpoints (iteration {})", it + 1),
+        });
+        let Some(p32) = to_f32_points(&pts, ctx.lo, ctx.hi) else {
+            break;
+        };
+        let bps = Breakpoints::arbitrary(p32.clone())?;
+        let pcs = fit_pieces(ctx, bps, d);
+        let maxe = pcs.max_error();
+        let mine = pcs.errors.iter().copied().fold(f64::INFINITY, f64::min);
+        let improved = best.as_ref().is_none_or(|b| maxe < b.max_error());
+        if improved {
+            stall = 0;
+        } else {
+            stall += 1;
+            if stall >= 2 {
+                lambda *= 0.5;
+                stall = 0;
+                // Restart from the best partition.
+                if let Some(b) = &best {
+                    if let crate::table::Breakpoints::Arbitrary(v) = &b.breakpoints {
+                        pts = v.iter().map(|&x| x as f64).collect();
+                    }
+                }
+            }
+        }
+        let errs = pcs.errors.clone();
+        if improved {
+            best = Some(pcs);
+        }
+        if maxe == 0.0 || mine >= maxe / 1.02 || lambda < 1.0 / 64.0 {
+            break;
+        }
+        // Density per piece: c_i = e_i^(1/k) / h_i (error ≈ (c·h)^k).
+        let cur: Vec<f64> = p32.iter().map(|&v| v as f64).collect();
+        let mut dens: Vec<f64> = (0..p)
+            .map(|i| {
+                let h = cur[i + 1] - cur[i];
+                errs[i].max(0.0).powf(1.0 / k) / h
+            })
+            .collect();
+        let dmax = dens.iter().copied().fold(0.0, f64::max);
+        if !(dmax.is_finite() && dmax > 0.0) {
+            break;
+        }
+        for v in dens.iter_mut() {
+            *v = v.max(1e-3 * dmax);
+            if !v.is_finite() {
+                *v = dmax;
+            }
+        }
+        // Cumulative integral and its inverse at equal fractions.
+        let mut cum = vec![0.0; p + 1];
+        for i in 0..p {
+            cum[i + 1] = cum[i] + dens[i] * (cur[i + 1] - cur[i]);
+        }
+        let total = cum[p];
+        let mut newp = vec![lo; p + 1];
+        let mut j = 0;
+        for (i, np) in newp.iter_mut().enumerate().take(p).skip(1) {
+            let target = total * i as f64 / p as f64;
+            while j + 1 < p && cum[j + 1] < target {
+                j += 1;
+            }
+            let frac = (target - cum[j]) / (cum[j + 1] - cum[j]);
+            *np = cur[j] + frac.clamp(0.0, 1.0) * (cur[j + 1] - cur[j]);
+        }
+        newp[p] = hi;
+        for i in 1..p {
+            pts[i] = (1.0 - lambda) * cur[i] + lambda * newp[i];
+        }
+        pts[0] = lo;
+        pts[p] = hi;
+    }
+    Ok(best.expect("at least one iteration"))
+}
+
+/// For every piece with inputs whose rounded result is wrong, tries small f32
+/// perturbations of its lowest coefficients (deterministic pseudo-random search,
+/// bounded) and keeps the variant with the fewest wrong inputs.
+pub(crate) fn nudge_exact(pcs: &mut Pieces, dt: DType, refs: &[(f32, u16)]) {
+    let p = pcs.breakpoints.partitions();
+    let n = pcs.degree + 1;
+    let lo = pcs.breakpoints.lo();
+    let hi = pcs.breakpoints.hi();
+    let mut groups: Vec<Vec<(f32, u16)>> = vec![Vec::new(); p];
+    for &(x, r) in refs {
+        if x >= lo && x <= hi {
+            groups[pcs.breakpoints.index(x)].push((x, r));
+        }
+    }
+    let anchors = pcs.anchors.clone();
+    let new: Vec<Option<Vec<f32>>> = (0..p)
+        .into_par_iter()
+        .map(|i| {
+            let c0 = &pcs.coeffs[i * n..(i + 1) * n];
+            let g = &groups[i];
+            let wrong = |c: &[f32]| -> usize {
+                g.iter()
+                    .filter(|&&(x, r)| {
+                        let v = horner(c, x - anchors[i]);
+                        verify::ulp_distance(verify::round_f32(dt, v), r) != 0
+                    })
+                    .count()
+            };
+            let w0 = wrong(c0);
+            if w0 == 0 {
+                return None;
+            }
+            // Zero-anchored pieces keep their 0 constant term.
+            let zero_const = c0[n - 1] == 0.0 && anchors[i] == 0.0;
+            let last = if zero_const { n - 1 } else { n };
+            let first = last.saturating_sub(3);
+            if first == last {
+                return None;
+            }
+            let mut best = (w0, c0.to_vec());
+            let mut state: u64 = 0x9E37_79B9_7F4A_7C15 ^ (i as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+            let mut rnd = || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            for trial in 0..600 {
+                let mut c = best.1.clone();
+                let span = 1 + (trial / 150) as i64; // widen the search slowly
+                for slot in c.iter_mut().take(last).skip(first) {
+                    let r = rnd();
+                    let k = (r % (2 * span as u64 + 1)) as i64 - span;
+                    if k != 0 {
+                        let bits = slot.to_bits() as i64 + k;
+                        let v = f32::from_bits(bits as u32);
+                        if v.is_finite() {
+                            *slot = v;
+                        }
+                    }
+                }
+                let w = wrong(&c);
+                if w < best.0 {
+                    best = (w, c);
+                    if best.0 == 0 {
+                        break;
+                    }
+                }
+            }
+            (best.0 < w0).then_some(best.1)
+        })
+        .collect();
+    for (i, c) in new.into_iter().enumerate() {
+        if let Some(c) = c {
+            pcs.coeffs[i * n..(i + 1) * n].copy_from_slice(&c);
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! Exhaustive checks over every 16-bit input: correct rounding and ULP distance.
+
+use crate::element::{DType, Element};
+use crate::table::Table;
+use half::{bf16, f16};
+
+/// The result of an exhaustive sweep over the finite inputs of a 16-bit type.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Sweep {
+    /// Inputs checked (finite inputs of the type in the swept set whose reference is not NaN).
+    pub inputs: u64,
+    /// Inputs whose result equals the correctly rounded reference (±0 count as equal).
+    pub correct: u64,
+    /// Largest distance in units in the last place of the type (ordered bit patterns).
+    pub max_ulp: u64,
+    /// An input where `max_ulp` occurs.
+    pub max_ulp_at: f64,
+}
+
+impl Sweep {
+    /// Fraction correctly rounded (1 when no inputs).
+    pub fn fraction_correct(&self) -> f64 {
+        if self.inputs == 0 {
+            1.0
+        } else {
+            self.correct as f64 / self.inputs as f64
+        }
+    }
+    fn add(&mut self, ulp: u64, x: f64) {
+        self.inputs += 1;
+        if ulp == 0 {
+            self.correct += 1;
+        }
+        if ulp > self.max_ulp {
+            self.max_ulp = ulp;
+            self.max_ulp_at = x;
+        }
+    }
+}
+
+/// Decodes a 16-bit pattern of `dtype` (F16 or BF16) to f32 exactly.
+pub(crate) fn decode(dtype: DType, bits: u16) -> f32 {
+    match dtype {
+        DType::BF16 => bf16::from_bits(bits).to_f32(),
+        _ => f16::from_bits(bits).to_f32(),
+    }
+}
+
+/// Rounds an f32 result into the type (the evaluator's final rounding), as bits.
+pub(crate) fn round_f32(dtype: DType, v: f32) -> u16 {
+    match dtype {
+        DType::BF16 => <bf16 as Element>::from_f32(v).to_bits(),
+        _ => <f16 as Element>::from_f32(v).to_bits(),
+    }
+}
+
+/// The correctly rounded reference as bits (None for NaN).
+pub(crate) fn round_f64(dtype: DType, v: f64) -> Option<u16> {
+    if v.is_nan() {
+        return None;
+    }
+    Some(match dtype {
+        DType::BF16 => <bf16 as Element>::from_f64(v).to_bits(),
+        _ => <f16 as Element>::from_f64(v).to_bits(),
+    })
+}
+
+/// Distance between two 16-bit float patterns in ULPs (±0 equal; NaN is maximal).
+pub(crate) fn ulp_distance(a: u16, b: u16) -> u64 {
+    let key = |v: u16| -> i64 {
+        let m = (v & 0x7FFF) as i64;
+        if v & 0x8000 != 0 {
+            -m
+        } else {
+            m
+        }
+    };
+    (key(a) - key(b)).unsigned_abs()
+}
+
+fn is_nan16(dtype: DType, bits: u16) -> bool {
+    decode(dtype, bits).is_nan()
+}
+
+/// Every finite input of `dtype` (F16 or BF16), optionally restricted to `[lo, hi]`.
+pub(crate) fn inputs(dtype: DType, range: Option<(f32, f32)>) -> Vec<f32> {
+    (0..=u16::MAX)
+        .map(|b| decode(dtype, b))
+        .filter(|x| x.is_finite())
+        .filter(|&x| range.is_none_or(|(lo, hi)| x >= lo && x <= hi))
+        .filter(|&x| !(x == 0.0 && x.is_sign_negative()))
+        .collect()
+}
+
+/// Precomputed references: (input, correctly rounded reference bits).
+pub(crate) fn references(
+    dtype: DType,
+    range: Option<(f32, f32)>,
+    f: &(dyn Fn(f64) -> f64 + Sync),
+) -> Vec<(f32, u16)> {
+    use rayon::prelude::*;
+    let xs = inputs(dtype, range);
+    xs.par_iter()
+        .filter_map(|&x| round_f64(dtype, f(x as f64)).map(|r| (x, r)))
+        .collect()
+}
+
+/// Sweeps `table` over precomputed references.
+pub(crate) fn sweep_refs(table: &Table, dtype: DType, refs: &[(f32, u16)]) -> Sweep {
+    let mut s = Sweep::default();
+    for &(x, r) in refs {
+        let got = round_f32(dtype, table.eval_f32(x));
+        let ulp = if is_nan16(dtype, got) {
+            u16::MAX as u64
+        } else {
+            ulp_distance(got, r)
+        };
+        s.add(ulp, x as f64);
+    }
+    s
+}
+
+/// Exhaustive sweep of `table` against `f` over every finite input of `dtype`
+/// (F16 or BF16), or only those in `range` when given. `-0` is swept as `+0`.
+pub fn sweep16(
+    table: &Table,
+    f: &(dyn Fn(f64) -> f64 + Sync),
+    dtype: DType,
+    range: Option<(f32, f32)>,
+) -> Sweep {
+    let refs = references(dtype, range, f);
+    sweep_refs(table, dtype, &refs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ulp_distance_orders_across_zero() {
+        let one = bf16::from_f32(1.0).to_bits();
+        let next = one + 1;
+        assert_eq!(ulp_distance(one, next), 1);
+        assert_eq!(ulp_distance(0x0000, 0x8000), 0);
+        assert_eq!(ulp_distance(0x0001, 0x8001), 2);
+    }
+}
