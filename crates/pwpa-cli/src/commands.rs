@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use pwpa::fit::{ErrorMeasure, FitOptions, Goal, Method, Placement};
 use pwpa::metrics::{ErrorReport, ReportOptions};
-use pwpa::{bf16, f16, Breakpoints, DType, Element, Evaluator, Layout, Table, Target, Tail};
+use pwpa::{bf16, f16, Breakpoints, DType, Element, Evaluator, Layout, Table, Tail, Target};
 use serde::Serialize;
 
 use crate::emit;
@@ -167,10 +167,7 @@ pub fn load_table(path: &Path) -> Result<(Table, Layout)> {
 
 /// The error report, behind a spinner (exhaustive 16-bit sweeps take a moment).
 fn compute_report(table: &Table, target: &Target, dtype: DType) -> ErrorReport {
-    let pb = progress::spinner(&format!(
-        "error report against {} ({dtype})",
-        target.name()
-    ));
+    let pb = progress::spinner(&format!("error report against {} ({dtype})", target.name()));
     let r = pwpa::metrics::report(
         table,
         target,
@@ -251,7 +248,9 @@ fn placement_arg(p: Placement) -> PlacementArg {
 
 /// Arguments of `pwpa fit`.
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  pwpa fit gelu --range -8,8 --partitions 16 --degree 3 -o gelu.json\n  pwpa fit 'x*tanh(ln(1+exp(x)))' --range=-6,6 --max-error 1e-4 -o mish.json\n  pwpa fit silu --exact bf16 --exp-tails -o silu_bf16.json\n  pwpa fit --samples data.csv --partitions 32 -o user.json")]
+#[command(
+    after_help = "Examples:\n  pwpa fit gelu --range -8,8 --partitions 16 --degree 3 -o gelu.json\n  pwpa fit 'x*tanh(ln(1+exp(x)))' --range=-6,6 --max-error 1e-4 -o mish.json\n  pwpa fit silu --exact bf16 --exp-tails -o silu_bf16.json\n  pwpa fit --samples data.csv --partitions 32 -o user.json"
+)]
 pub struct FitArgs {
     /// A catalogue function (see `pwpa functions`) or an expression in x.
     #[arg(value_name = "FUNC|EXPR", required_unless_present = "samples")]
@@ -530,14 +529,15 @@ pub fn info(a: &InfoArgs) -> Result<()> {
                 }
             },
             None => {
-                note = Some("no error report: the table records no function; pass --function NAME|EXPR".to_string());
+                note = Some(
+                    "no error report: the table records no function; pass --function NAME|EXPR"
+                        .to_string(),
+                );
                 None
             }
         }
     };
-    let report = target
-        .as_ref()
-        .map(|t| compute_report(&table, t, a.dtype));
+    let report = target.as_ref().map(|t| compute_report(&table, t, a.dtype));
     if let Some(n) = &note {
         eprintln!("note: {n}");
     }
@@ -561,7 +561,9 @@ pub fn info(a: &InfoArgs) -> Result<()> {
 
 /// Arguments of `pwpa eval`.
 #[derive(Args, Debug)]
-#[command(after_help = "The input is a .npy file (float32 or float16, any shape, C order) unless --raw is given or its name ends in .bin or .raw; raw files are little-endian and need --dtype. The output keeps the input's shape and dtype unless --out-dtype says otherwise; it is a .npy file when its name ends in .npy, raw when it ends in .bin or .raw, and otherwise of the input's kind.")]
+#[command(
+    after_help = "The input is a .npy file (float32 or float16, any shape, C order) unless --raw is given or its name ends in .bin or .raw; raw files are little-endian and need --dtype. The output keeps the input's shape and dtype unless --out-dtype says otherwise; it is a .npy file when its name ends in .npy, raw when it ends in .bin or .raw, and otherwise of the input's kind."
+)]
 pub struct EvalArgs {
     /// The table file (JSON).
     table: PathBuf,
@@ -614,7 +616,10 @@ fn eval_typed<T: Element + Le, U: Element + Le>(ev: &Evaluator, input: &[u8]) ->
 pub fn eval_array(ev: &Evaluator, a: &Array, out: DType) -> Result<Vec<u8>> {
     use DType::*;
     let ArrayDType::Elem(inp) = a.dtype else {
-        bail!("cannot evaluate {} input; pwpa evaluates f32, f16 and bf16", a.dtype)
+        bail!(
+            "cannot evaluate {} input; pwpa evaluates f32, f16 and bf16",
+            a.dtype
+        )
     };
     let d = &a.data;
     match (inp, out) {

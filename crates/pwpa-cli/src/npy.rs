@@ -209,6 +209,7 @@ pub fn parse_npy(bytes: &[u8]) -> Result<Array> {
     })
 }
 
+#[derive(Debug)]
 struct Header {
     dtype: ArrayDType,
     shape: Vec<usize>,
@@ -249,7 +250,9 @@ fn parse_header(header: &str) -> Result<Header> {
         "<f4" | "=f4" | "f4" => ArrayDType::Elem(DType::F32),
         "<f2" | "=f2" | "f2" | "|f2" => ArrayDType::Elem(DType::F16),
         "<f8" | "=f8" | "f8" => ArrayDType::F64,
-        ">f4" | ">f2" | ">f8" => bail!("big-endian arrays ('{descr}') are not supported; save it little-endian"),
+        ">f4" | ">f2" | ">f8" => {
+            bail!("big-endian arrays ('{descr}') are not supported; save it little-endian")
+        }
         other => bail!(
             "unsupported dtype '{other}' ({}); pwpa reads float32 and float16 arrays",
             describe_descr(other)
@@ -276,10 +279,10 @@ fn parse_header(header: &str) -> Result<Header> {
         if p.is_empty() {
             continue;
         }
-        shape.push(
-            p.parse::<usize>()
-                .map_err(|_| anyhow::anyhow!("malformed header: bad dimension '{p}' in 'shape'"))?,
-        );
+        shape
+            .push(p.parse::<usize>().map_err(|_| {
+                anyhow::anyhow!("malformed header: bad dimension '{p}' in 'shape'")
+            })?);
     }
     Ok(Header { dtype, shape })
 }
@@ -382,10 +385,12 @@ mod tests {
         assert_eq!(p.shape, vec![3, 4]);
         let p = parse_header("{'descr': '<f4', 'fortran_order': False, 'shape': (7,), }").unwrap();
         assert_eq!(p.shape, vec![7]);
-        assert!(parse_header("{'descr': '<i4', 'fortran_order': False, 'shape': (7,), }")
-            .unwrap_err()
-            .to_string()
-            .contains("signed integer"));
+        assert!(
+            parse_header("{'descr': '<i4', 'fortran_order': False, 'shape': (7,), }")
+                .unwrap_err()
+                .to_string()
+                .contains("signed integer")
+        );
         assert!(
             parse_header("{'descr': '<f4', 'fortran_order': True, 'shape': (7,), }")
                 .unwrap_err()

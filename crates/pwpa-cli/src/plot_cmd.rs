@@ -65,7 +65,10 @@ pub fn run(a: &PlotArgs) -> Result<()> {
     }
     check_output_dir(&a.output)?;
     let (table, _) = load_table(&a.table)?;
-    let name = match (&a.function, table.meta.get("function").and_then(|v| v.as_str())) {
+    let name = match (
+        &a.function,
+        table.meta.get("function").and_then(|v| v.as_str()),
+    ) {
         (Some(f), _) => f.clone(),
         (None, Some(f)) => f.to_string(),
         (None, None) => bail!(

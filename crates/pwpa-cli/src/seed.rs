@@ -39,7 +39,9 @@ enum From {
 
 /// Arguments of `pwpa convert`.
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  pwpa convert gelu.json --to soa -o gelu_soa.json\n  pwpa convert gelu.json --to seed -o gelu_seed.json\n  pwpa convert gelu.json --to seed -o coeffs.npy --points-out points.npy\n  pwpa convert seed.json --from seed --to aos --right-tail linear:1,0 -o table.json\n  pwpa convert coeffs.npy --points points.npy --to aos -o table.json")]
+#[command(
+    after_help = "Examples:\n  pwpa convert gelu.json --to soa -o gelu_soa.json\n  pwpa convert gelu.json --to seed -o gelu_seed.json\n  pwpa convert gelu.json --to seed -o coeffs.npy --points-out points.npy\n  pwpa convert seed.json --from seed --to aos --right-tail linear:1,0 -o table.json\n  pwpa convert coeffs.npy --points points.npy --to aos -o table.json"
+)]
 pub struct ConvertArgs {
     /// Input: a pwpa table, a seed JSON, or the seed's coefficient .npy (with --points).
     input: PathBuf,
@@ -222,7 +224,8 @@ fn read_seed(a: &ConvertArgs) -> Result<Table> {
         }
         let text = std::fs::read_to_string(&a.input)
             .with_context(|| format!("cannot read {}", a.input.display()))?;
-        parse_seed_json(&text).with_context(|| format!("invalid seed file {}", a.input.display()))?
+        parse_seed_json(&text)
+            .with_context(|| format!("invalid seed file {}", a.input.display()))?
     };
     let table = Table::from_seed(coeffs, points, degree)
         .with_context(|| format!("invalid seed table {}", a.input.display()))?;
@@ -241,11 +244,18 @@ fn looks_like_seed(path: &Path) -> bool {
         .is_some_and(|v| v.get("partition_points").is_some())
 }
 
-/// The seed JSON text for coefficients and points.
+/// The seed JSON text for coefficients and points (one row of D+1 per line).
 pub fn seed_json(coeffs: &[f32], points: &[f32], degree: usize) -> String {
-    let rows: Vec<&[f32]> = coeffs.chunks(degree + 1).collect();
-    let v = serde_json::json!({ "coeffs": rows, "partition_points": points });
-    serde_json::to_string_pretty(&v).expect("serialisable") + "\n"
+    let f = |v: &[f32]| serde_json::to_string(v).expect("serialisable");
+    let rows: Vec<String> = coeffs
+        .chunks(degree + 1)
+        .map(|r| format!("    {}", f(r)))
+        .collect();
+    format!(
+        "{{\n  \"coeffs\": [\n{}\n  ],\n  \"partition_points\": {}\n}}\n",
+        rows.join(",\n"),
+        f(points)
+    )
 }
 
 /// `pwpa convert`.
@@ -311,8 +321,11 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
                     &[p, d + 1],
                     &npy::encode(&coeffs),
                 )?;
-                let p_bytes =
-                    npy::npy_bytes(ArrayDType::Elem(DType::F32), &[p + 1], &npy::encode(&points))?;
+                let p_bytes = npy::npy_bytes(
+                    ArrayDType::Elem(DType::F32),
+                    &[p + 1],
+                    &npy::encode(&points),
+                )?;
                 pwpa::format::write_atomic(&a.output, &c_bytes)?;
                 if let Err(e) = pwpa::format::write_atomic(pts_path, &p_bytes) {
                     let _ = std::fs::remove_file(&a.output);

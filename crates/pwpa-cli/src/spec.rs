@@ -103,10 +103,7 @@ mod tests {
 
     #[test]
     fn ranges() {
-        assert_eq!(
-            parse_range("-8,8").unwrap(),
-            Range { lo: -8.0, hi: 8.0 }
-        );
+        assert_eq!(parse_range("-8,8").unwrap(), Range { lo: -8.0, hi: 8.0 });
         assert_eq!(
             parse_range(" -1e-3 , 2.5").unwrap(),
             Range { lo: -1e-3, hi: 2.5 }
@@ -134,7 +131,16 @@ mod tests {
                 intercept: -0.5
             }
         );
-        for bad in ["", "const", "const:x", "linear:1", "linear:1,nan", "foo", "clamp:1", "const:1e40"] {
+        for bad in [
+            "",
+            "const",
+            "const:x",
+            "linear:1",
+            "linear:1,nan",
+            "foo",
+            "clamp:1",
+            "const:1e40",
+        ] {
             assert!(parse_tail(bad).is_err(), "{bad}");
         }
         for t in [
