@@ -788,7 +788,7 @@ fn eval_matches_the_oracle_bitwise() {
             Tail::Exp2 {
                 negative: false,
                 anchor: -8.0,
-                coeffs: vec![0.01, 1.4427, -3.0],
+                coeffs: vec![0.01, 1.5, -3.0],
             },
             Tail::Constant {
                 value: f32::INFINITY,
@@ -1162,4 +1162,47 @@ fn plot_and_bench_placeholders_fail_cleanly() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["n"], 4096);
     assert!(v["eval_gelem_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bad_sample_files() {
+    let d = Dir::new();
+    let out = d.path("t.json");
+    let csv = d.write("s.csv", "x,y\n0,1\n1,2\n2,oops\n");
+    fails(
+        &pwpa(&["fit", "--samples", p(&csv), "-o", p(&out)]),
+        &["line 4", "2,oops"],
+        &[&out],
+    );
+    let csv = d.write("n.csv", "# nothing\n\n");
+    fails(
+        &pwpa(&["fit", "--samples", p(&csv), "-o", p(&out)]),
+        &["no samples"],
+        &[&out],
+    );
+    let csv = d.write("inf.csv", "0,1\n1,inf\n");
+    fails(
+        &pwpa(&["fit", "--samples", p(&csv), "-o", p(&out)]),
+        &["line 2", "finite"],
+        &[&out],
+    );
+    let npy = d.path("s.npy");
+    write_npy(&npy, "<f4", &[3], &f32_bytes(&[0.0, 1.0, 2.0]));
+    fails(
+        &pwpa(&["fit", "--samples", p(&npy), "-o", p(&out)]),
+        &["(N, 2)"],
+        &[&out],
+    );
+    fails(
+        &pwpa(&["fit", "--samples", p(&d.path("missing.csv")), "-o", p(&out)]),
+        &["missing.csv"],
+        &[&out],
+    );
+    // A function and --samples together is a usage error.
+    fails(
+        &pwpa(&["fit", "gelu", "--samples", p(&npy), "-o", p(&out)]),
+        &["--samples"],
+        &[&out],
+    );
+    no_temp_files(d.tmp.path());
 }
