@@ -56,6 +56,7 @@ enum TailV1 {
         intercept: f32,
     },
     Constant {
+        #[serde(with = "f32_or_inf")]
         value: f32,
     },
     Exp2 {
@@ -63,6 +64,41 @@ enum TailV1 {
         anchor: f32,
         coefficients: Vec<f32>,
     },
+}
+
+/// A constant tail may be ±Inf (for example exp's right tail), which JSON cannot
+/// write as a number: it is written as the string "inf" or "-inf".
+mod f32_or_inf {
+    use serde::{de::Error as _, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f32, s: S) -> Result<S::Ok, S::Error> {
+        if *v == f32::INFINITY {
+            s.serialize_str("inf")
+        } else if *v == f32::NEG_INFINITY {
+            s.serialize_str("-inf")
+        } else {
+            s.serialize_f32(*v)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f32, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum V {
+            N(f32),
+            S(String),
+        }
+        match V::deserialize(d)? {
+            V::N(x) => Ok(x),
+            V::S(s) => match s.as_str() {
+                "inf" | "+inf" => Ok(f32::INFINITY),
+                "-inf" => Ok(f32::NEG_INFINITY),
+                _ => Err(D::Error::custom(format!(
+                    "constant tail value '{s}' is not a number (only \"inf\" and \"-inf\" may be strings)"
+                ))),
+            },
+        }
+    }
 }
 
 impl From<&Tail> for TailV1 {
@@ -276,6 +312,30 @@ mod tests {
             assert_eq!(l, layout);
             assert_eq!(back, t);
         }
+    }
+
+    #[test]
+    fn infinite_constant_tails_round_trip() {
+        for v in [f32::INFINITY, f32::NEG_INFINITY] {
+            let t = sample()
+                .with_tails(Tail::Constant { value: v }, Tail::Constant { value: -0.0 })
+                .unwrap();
+            let text = to_json(&t, Layout::Aos);
+            let back = from_json(&text).unwrap().0;
+            assert_eq!(back, t);
+            assert_eq!(back.right_tail(), &Tail::Constant { value: -0.0 });
+            if let Tail::Constant { value } = back.right_tail() {
+                assert!(value.is_sign_negative());
+            }
+        }
+        let good = to_json(&sample(), Layout::Aos);
+        let bad = good.replace(
+            "\"kind\": \"linear\",\n      \"slope\": 1.0,\n      \"intercept\": -0.125",
+            "\"kind\": \"constant\",\n      \"value\": \"nan\"",
+        );
+        assert_ne!(bad, good);
+        let e = from_json(&bad).unwrap_err().to_string();
+        assert!(e.contains("malformed"), "{e}");
     }
 
     #[test]

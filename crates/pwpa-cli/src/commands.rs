@@ -1,0 +1,691 @@
+//! `pwpa functions`, `fit`, `info` and `eval`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use pwpa::fit::{ErrorMeasure, FitOptions, Goal, Method, Placement};
+use pwpa::metrics::{ErrorReport, ReportOptions};
+use pwpa::{bf16, f16, Breakpoints, DType, Element, Evaluator, Layout, Table, Tail, Target};
+use serde::Serialize;
+
+use crate::emit;
+use crate::npy::{self, Array, ArrayDType, Le};
+use crate::progress;
+use crate::spec::{parse_dtype, parse_range, parse_tail, tail_spec, Range};
+
+// ---------------------------------------------------------------- functions
+
+/// Arguments of `pwpa functions`.
+#[derive(Args, Debug)]
+pub struct FunctionsArgs {
+    /// Print the catalogue as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct FunctionRow {
+    name: &'static str,
+    description: &'static str,
+    range: [f64; 2],
+    left_tail: String,
+    right_tail: String,
+}
+
+/// `pwpa functions`.
+pub fn functions(a: &FunctionsArgs) -> Result<()> {
+    let rows: Vec<FunctionRow> = pwpa::funcs::catalogue()
+        .iter()
+        .map(|f| FunctionRow {
+            name: f.name,
+            description: f.description,
+            range: [f.range.0, f.range.1],
+            left_tail: tail_spec(&f.left),
+            right_tail: tail_spec(&f.right),
+        })
+        .collect();
+    if a.json {
+        return emit(&(serde_json::to_string_pretty(&rows)? + "\n"));
+    }
+    let nw = rows.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
+    let dw = rows
+        .iter()
+        .map(|r| r.description.chars().count())
+        .max()
+        .unwrap_or(11)
+        .max(11);
+    let mut s = String::new();
+    writeln!(
+        s,
+        "{:nw$}  {:dw$}  {:16}  {:12}  right tail",
+        "name", "description", "default range", "left tail"
+    )?;
+    for r in &rows {
+        let range = format!("[{}, {}]", r.range[0], r.range[1]);
+        writeln!(
+            s,
+            "{:nw$}  {:dw$}  {:16}  {:12}  {}",
+            r.name, r.description, range, r.left_tail, r.right_tail
+        )?;
+    }
+    s.push_str("\nAny expression in x also works, e.g. pwpa fit 'x*tanh(ln(1+exp(x)))'.\n");
+    emit(&s)
+}
+
+// ---------------------------------------------------------------- shared
+
+/// A table's summary, printed by `info` and after `fit`.
+#[derive(Serialize)]
+pub struct Summary {
+    function: Option<String>,
+    partitions: usize,
+    degree: usize,
+    breakpoints: &'static str,
+    range: [f32; 2],
+    left_tail: String,
+    right_tail: String,
+    layout: Layout,
+    bytes: Bytes,
+}
+
+#[derive(Serialize)]
+struct Bytes {
+    coefficients: usize,
+    anchors: usize,
+    breakpoints: usize,
+    total: usize,
+}
+
+impl Summary {
+    /// Summarises `table` stored in `layout`.
+    pub fn new(table: &Table, layout: Layout) -> Self {
+        let p = table.partitions();
+        let b = table.breakpoints();
+        let coefficients = p * (table.degree() + 1) * 4;
+        let anchors = p * 4;
+        let breakpoints = match b {
+            Breakpoints::Uniform { .. } => 3 * 4,
+            Breakpoints::Arbitrary(v) => v.len() * 4,
+        };
+        Summary {
+            function: table
+                .meta
+                .get("function")
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
+            partitions: p,
+            degree: table.degree(),
+            breakpoints: if b.is_uniform() {
+                "uniform"
+            } else {
+                "arbitrary"
+            },
+            range: [b.lo(), b.hi()],
+            left_tail: tail_spec(table.left_tail()),
+            right_tail: tail_spec(table.right_tail()),
+            layout,
+            bytes: Bytes {
+                coefficients,
+                anchors,
+                breakpoints,
+                total: coefficients + anchors + breakpoints,
+            },
+        }
+    }
+
+    fn text(&self) -> String {
+        format!(
+            "function:    {}\npartitions:  {} ({} breakpoints) on [{}, {}]\ndegree:      {}\ntails:       left {}, right {}\nlayout:      {}\nbytes:       {} (coefficients {}, anchors {}, breakpoints {})\n",
+            self.function.as_deref().unwrap_or("(none recorded)"),
+            self.partitions,
+            self.breakpoints,
+            self.range[0],
+            self.range[1],
+            self.degree,
+            self.left_tail,
+            self.right_tail,
+            match self.layout {
+                Layout::Aos => "aos",
+                Layout::Soa => "soa",
+            },
+            self.bytes.total,
+            self.bytes.coefficients,
+            self.bytes.anchors,
+            self.bytes.breakpoints
+        )
+    }
+}
+
+/// Reads and validates a table file, returning it with its stored layout.
+pub fn load_table(path: &Path) -> Result<(Table, Layout)> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read table {}", path.display()))?;
+    pwpa::format::from_json(&text).with_context(|| format!("invalid table {}", path.display()))
+}
+
+/// The error report, behind a spinner (exhaustive 16-bit sweeps take a moment).
+fn compute_report(table: &Table, target: &Target, dtype: DType) -> ErrorReport {
+    let pb = progress::spinner(&format!("error report against {} ({dtype})", target.name()));
+    let r = pwpa::metrics::report(
+        table,
+        target,
+        &ReportOptions {
+            dtype,
+            ..Default::default()
+        },
+    );
+    pb.finish_and_clear();
+    r
+}
+
+#[derive(Serialize)]
+struct ReportOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<&'a Path>,
+    summary: &'a Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dtype: Option<DType>,
+    report: Option<&'a ErrorReport>,
+}
+
+// ---------------------------------------------------------------- fit
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum MethodArg {
+    /// Least squares on samples (the seed's method).
+    Lsq,
+    /// Minimax (Remez exchange).
+    Minimax,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum PlacementArg {
+    /// Equal pieces.
+    Uniform,
+    /// Breakpoints moved until the pieces' errors equalise.
+    Adaptive,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum MeasureArg {
+    /// Absolute error |p - f|.
+    Abs,
+    /// Relative error |p - f| / |f|.
+    Rel,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum LayoutArg {
+    /// Array of structures: one row of D+1 coefficients per partition.
+    Aos,
+    /// Structure of arrays: one row of P coefficients per power.
+    Soa,
+}
+
+impl From<LayoutArg> for Layout {
+    fn from(l: LayoutArg) -> Self {
+        match l {
+            LayoutArg::Aos => Layout::Aos,
+            LayoutArg::Soa => Layout::Soa,
+        }
+    }
+}
+
+fn method_arg(m: Method) -> MethodArg {
+    match m {
+        Method::Lsq => MethodArg::Lsq,
+        Method::Minimax => MethodArg::Minimax,
+    }
+}
+fn placement_arg(p: Placement) -> PlacementArg {
+    match p {
+        Placement::Uniform => PlacementArg::Uniform,
+        Placement::Adaptive => PlacementArg::Adaptive,
+    }
+}
+
+/// Arguments of `pwpa fit`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  pwpa fit gelu --range -8,8 --partitions 16 --degree 3 -o gelu.json\n  pwpa fit 'x*tanh(ln(1+exp(x)))' --range=-6,6 --max-error 1e-4 -o mish.json\n  pwpa fit silu --exact bf16 --exp-tails -o silu_bf16.json\n  pwpa fit --samples data.csv --partitions 32 -o user.json"
+)]
+pub struct FitArgs {
+    /// A catalogue function (see `pwpa functions`) or an expression in x.
+    #[arg(value_name = "FUNC|EXPR", required_unless_present = "samples")]
+    target: Option<String>,
+    /// Fit range LO,HI (default: the function's default range, or the samples' span).
+    #[arg(long, value_name = "LO,HI", value_parser = parse_range, allow_hyphen_values = true)]
+    range: Option<Range>,
+    /// Number of partitions P (the starting point of a --max-error search over P).
+    #[arg(short = 'P', long, default_value_t = FitOptions::default().partitions)]
+    partitions: usize,
+    /// Polynomial degree D (the starting point of a --vary-degree search).
+    #[arg(short = 'D', long, default_value_t = FitOptions::default().degree)]
+    degree: usize,
+    /// Per-piece method.
+    #[arg(long, value_enum, default_value_t = method_arg(FitOptions::default().method))]
+    method: MethodArg,
+    /// Breakpoint placement.
+    #[arg(long, value_enum, default_value_t = placement_arg(FitOptions::default().placement))]
+    breakpoints: PlacementArg,
+    /// Error measure the fit minimises.
+    #[arg(long, value_enum, default_value_t = MeasureArg::Abs)]
+    error: MeasureArg,
+    /// Find the smallest P (for the given D) whose max error is at most E.
+    #[arg(long, value_name = "E", conflicts_with = "exact")]
+    max_error: Option<f64>,
+    /// With --max-error: search the smallest D for the given P instead.
+    #[arg(long, requires = "max_error")]
+    vary_degree: bool,
+    /// Find a small table that is correctly rounded in this type for every input in the range.
+    #[arg(long, value_name = "bf16|f16", value_parser = parse_dtype)]
+    exact: Option<DType>,
+    /// Make the pieces meet at the breakpoints (C0).
+    #[arg(long)]
+    continuous: bool,
+    /// Fit exp2 tails that keep relative accuracy where the function decays exponentially.
+    #[arg(long)]
+    exp_tails: bool,
+    /// Left tail: clamp, extend, const:V or linear:A,B (default: the function's).
+    #[arg(long, value_name = "SPEC", value_parser = parse_tail, allow_hyphen_values = true)]
+    left_tail: Option<Tail>,
+    /// Right tail: clamp, extend, const:V or linear:A,B (default: the function's).
+    #[arg(long, value_name = "SPEC", value_parser = parse_tail, allow_hyphen_values = true)]
+    right_tail: Option<Tail>,
+    /// Upper bound on P in searches.
+    #[arg(long, value_name = "P", default_value_t = FitOptions::default().max_partitions)]
+    max_partitions: usize,
+    /// Upper bound on D in searches.
+    #[arg(long, value_name = "D", default_value_t = FitOptions::default().max_degree)]
+    max_degree: usize,
+    /// Fit sampled data instead of a function: CSV of x,y rows or an (N, 2) .npy.
+    #[arg(long, value_name = "FILE.csv|.npy", conflicts_with = "target")]
+    samples: Option<PathBuf>,
+    /// Coefficient layout of the output file.
+    #[arg(long, value_enum, default_value_t = LayoutArg::Aos)]
+    layout: LayoutArg,
+    /// Output table file (JSON). Without it, only the report is printed.
+    #[arg(short, long, value_name = "FILE.json")]
+    output: Option<PathBuf>,
+    /// Type whose ULPs the report counts (default: the --exact type, else f32).
+    #[arg(long, value_parser = parse_dtype)]
+    dtype: Option<DType>,
+    /// Print the summary and the error report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl FitArgs {
+    fn options(&self) -> Result<FitOptions> {
+        let goal = match (self.max_error, self.exact) {
+            (Some(e), _) => {
+                if !(e.is_finite() && e > 0.0) {
+                    bail!("--max-error must be a positive finite number (got {e})");
+                }
+                Goal::MaxError {
+                    error: e,
+                    vary_degree: self.vary_degree,
+                }
+            }
+            (None, Some(DType::F32)) => {
+                bail!("--exact takes bf16 or f16 (an exhaustive f32 check is not possible)")
+            }
+            (None, Some(d)) => Goal::Exact(d),
+            (None, None) => Goal::Fixed,
+        };
+        Ok(FitOptions {
+            range: self.range.map(|r| (r.lo, r.hi)),
+            partitions: self.partitions,
+            degree: self.degree,
+            method: match self.method {
+                MethodArg::Lsq => Method::Lsq,
+                MethodArg::Minimax => Method::Minimax,
+            },
+            placement: match self.breakpoints {
+                PlacementArg::Uniform => Placement::Uniform,
+                PlacementArg::Adaptive => Placement::Adaptive,
+            },
+            measure: match self.error {
+                MeasureArg::Abs => ErrorMeasure::Absolute,
+                MeasureArg::Rel => ErrorMeasure::Relative,
+            },
+            goal,
+            continuous: self.continuous,
+            left_tail: self.left_tail.clone(),
+            right_tail: self.right_tail.clone(),
+            exp_tails: self.exp_tails,
+            max_partitions: self.max_partitions,
+            max_degree: self.max_degree,
+        })
+    }
+}
+
+/// Reads (x, y) samples: CSV (comma or whitespace separated, optional header,
+/// `#` comments) or a 2-D .npy of shape (N, 2).
+pub fn read_samples(path: &Path) -> Result<(Vec<f64>, Vec<f64>)> {
+    let is_npy = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("npy"));
+    if is_npy {
+        let a = npy::read_npy(path)?;
+        if a.shape.len() != 2 || a.shape[1] != 2 {
+            bail!(
+                "{}: samples must have shape (N, 2) (columns x, y), found {:?}",
+                path.display(),
+                a.shape
+            );
+        }
+        let v = a.to_f64();
+        let xs = v.iter().step_by(2).copied().collect();
+        let ys = v.iter().skip(1).step_by(2).copied().collect();
+        return Ok((xs, ys));
+    }
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read samples {}", path.display()))?;
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = line
+            .split(|c: char| c == ',' || c == ';' || c.is_whitespace())
+            .filter(|s| !s.is_empty())
+            .collect();
+        let parsed: Option<Vec<f64>> = fields.iter().map(|f| f.parse().ok()).collect();
+        match parsed {
+            Some(v) if v.len() == 2 => {
+                if !(v[0].is_finite() && v[1].is_finite()) {
+                    bail!(
+                        "{} line {}: sample values must be finite (got '{line}')",
+                        path.display(),
+                        n + 1
+                    );
+                }
+                xs.push(v[0]);
+                ys.push(v[1]);
+            }
+            None if xs.is_empty() && fields.len() == 2 => {} // header row
+            _ => bail!(
+                "{} line {}: expected two numbers x,y, found '{line}'",
+                path.display(),
+                n + 1
+            ),
+        }
+    }
+    if xs.is_empty() {
+        bail!("{}: no samples found", path.display());
+    }
+    Ok((xs, ys))
+}
+
+/// `pwpa fit`.
+pub fn fit(a: &FitArgs) -> Result<()> {
+    let opts = a.options()?;
+    let target = match (&a.target, &a.samples) {
+        (_, Some(path)) => {
+            let (xs, ys) = read_samples(path)?;
+            Target::from_samples(xs, ys)
+                .with_context(|| format!("cannot use samples from {}", path.display()))?
+        }
+        (Some(spec), None) => Target::parse(spec)?,
+        (None, None) => bail!("give a function, an expression or --samples FILE"),
+    };
+    if let Some(out) = &a.output {
+        check_output_dir(out)?;
+    }
+    let pb = progress::bar(1000, &format!("fitting {}", target.name()));
+    let result = pwpa::fit::fit(&target, &opts, &progress::fit_callback(&pb));
+    pb.finish_and_clear();
+    let mut table = result.with_context(|| format!("cannot fit {}", target.name()))?;
+    if !table.meta.contains_key("function") {
+        table
+            .meta
+            .insert("function".into(), serde_json::Value::String(target.name()));
+    }
+    let dtype = a.dtype.or(a.exact).unwrap_or(DType::F32);
+    let report = compute_report(&table, &target, dtype);
+    let layout: Layout = a.layout.into();
+    if let Some(out) = &a.output {
+        pwpa::format::save(&table, out, layout)?;
+    }
+    let summary = Summary::new(&table, layout);
+    if a.json {
+        let o = ReportOut {
+            output: a.output.as_deref(),
+            summary: &summary,
+            dtype: Some(dtype),
+            report: Some(&report),
+        };
+        return emit(&(serde_json::to_string_pretty(&o)? + "\n"));
+    }
+    let mut s = summary.text();
+    writeln!(s, "error report ({dtype}):\n{report}")?;
+    if let Some(out) = &a.output {
+        writeln!(s, "wrote {}", out.display())?;
+    }
+    emit(&s)
+}
+
+/// Fails early (before long work) when the output's directory does not exist.
+pub fn check_output_dir(out: &Path) -> Result<()> {
+    if out.as_os_str().is_empty() {
+        bail!("the output path is empty");
+    }
+    if let Some(dir) = out.parent() {
+        if !dir.as_os_str().is_empty() && !dir.is_dir() {
+            bail!(
+                "cannot write {}: directory {} does not exist",
+                out.display(),
+                dir.display()
+            );
+        }
+    }
+    if out.is_dir() {
+        bail!("cannot write {}: it is a directory", out.display());
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- info
+
+/// Arguments of `pwpa info`.
+#[derive(Args, Debug)]
+pub struct InfoArgs {
+    /// The table file (JSON).
+    table: PathBuf,
+    /// Type whose ULPs the report counts (bf16/f16 add an exhaustive sweep).
+    #[arg(long, value_parser = parse_dtype, default_value = "f32")]
+    dtype: DType,
+    /// Report against this function or expression instead of the table's `meta.function`.
+    #[arg(long, value_name = "NAME|EXPR")]
+    function: Option<String>,
+    /// Only the summary, no error report.
+    #[arg(long)]
+    no_report: bool,
+    /// Print the summary and the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `pwpa info`.
+pub fn info(a: &InfoArgs) -> Result<()> {
+    let (table, layout) = load_table(&a.table)?;
+    let summary = Summary::new(&table, layout);
+    let mut note = None;
+    let target = if a.no_report {
+        None
+    } else if let Some(f) = &a.function {
+        Some(Target::parse(f)?)
+    } else {
+        match table.meta.get("function").and_then(|v| v.as_str()) {
+            Some(name) => match Target::parse(name) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    note = Some(format!("no error report: the table's function cannot be evaluated ({e}); pass --function NAME|EXPR"));
+                    None
+                }
+            },
+            None => {
+                note = Some(
+                    "no error report: the table records no function; pass --function NAME|EXPR"
+                        .to_string(),
+                );
+                None
+            }
+        }
+    };
+    let report = target.as_ref().map(|t| compute_report(&table, t, a.dtype));
+    if let Some(n) = &note {
+        eprintln!("note: {n}");
+    }
+    if a.json {
+        let o = ReportOut {
+            output: None,
+            summary: &summary,
+            dtype: report.as_ref().map(|_| a.dtype),
+            report: report.as_ref(),
+        };
+        return emit(&(serde_json::to_string_pretty(&o)? + "\n"));
+    }
+    let mut s = summary.text();
+    if let (Some(r), Some(t)) = (&report, &target) {
+        writeln!(s, "error report against {} ({}):\n{r}", t.name(), a.dtype)?;
+    }
+    emit(&s)
+}
+
+// ---------------------------------------------------------------- eval
+
+/// Arguments of `pwpa eval`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "The input is a .npy file (float32 or float16, any shape, C order) unless --raw is given or its name ends in .bin or .raw; raw files are little-endian and need --dtype. The output keeps the input's shape and dtype unless --out-dtype says otherwise; it is a .npy file when its name ends in .npy, raw when it ends in .bin or .raw, and otherwise of the input's kind."
+)]
+pub struct EvalArgs {
+    /// The table file (JSON).
+    table: PathBuf,
+    /// Input array file.
+    #[arg(short, long, value_name = "FILE")]
+    input: PathBuf,
+    /// Output array file.
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// Read the input as a raw little-endian array (needs --dtype).
+    #[arg(long)]
+    raw: bool,
+    /// Element type of a raw input (for .npy, the header's dtype, which this must match).
+    #[arg(long, value_parser = parse_dtype)]
+    dtype: Option<DType>,
+    /// Element type of the output (default: the input's).
+    #[arg(long, value_parser = parse_dtype)]
+    out_dtype: Option<DType>,
+}
+
+fn is_raw_name(p: &Path) -> bool {
+    p.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("bin") || e.eq_ignore_ascii_case("raw"))
+}
+
+fn is_npy_name(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+}
+
+/// Evaluates `input` (little-endian T) into little-endian U bytes, in chunks with a progress bar.
+fn eval_typed<T: Element + Le, U: Element + Le>(ev: &Evaluator, input: &[u8]) -> Result<Vec<u8>> {
+    const CHUNK: usize = 1 << 20;
+    let xs: Vec<T> = npy::decode(input);
+    let mut ys: Vec<U> = vec![U::from_f32(0.0); xs.len()];
+    let n = xs.len();
+    let pb = (n > 4 * CHUNK).then(|| progress::bar(n as u64, "evaluating"));
+    for (xc, yc) in xs.chunks(CHUNK).zip(ys.chunks_mut(CHUNK)) {
+        ev.eval(xc, yc)?;
+        if let Some(pb) = &pb {
+            pb.inc(xc.len() as u64);
+        }
+    }
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    Ok(npy::encode(&ys))
+}
+
+/// Evaluates an array's data with the table, into `out` elements.
+pub fn eval_array(ev: &Evaluator, a: &Array, out: DType) -> Result<Vec<u8>> {
+    use DType::*;
+    let ArrayDType::Elem(inp) = a.dtype else {
+        bail!(
+            "cannot evaluate {} input; pwpa evaluates f32, f16 and bf16",
+            a.dtype
+        )
+    };
+    let d = &a.data;
+    match (inp, out) {
+        (F32, F32) => eval_typed::<f32, f32>(ev, d),
+        (F32, F16) => eval_typed::<f32, f16>(ev, d),
+        (F32, BF16) => eval_typed::<f32, bf16>(ev, d),
+        (F16, F32) => eval_typed::<f16, f32>(ev, d),
+        (F16, F16) => eval_typed::<f16, f16>(ev, d),
+        (F16, BF16) => eval_typed::<f16, bf16>(ev, d),
+        (BF16, F32) => eval_typed::<bf16, f32>(ev, d),
+        (BF16, F16) => eval_typed::<bf16, f16>(ev, d),
+        (BF16, BF16) => eval_typed::<bf16, bf16>(ev, d),
+    }
+}
+
+/// `pwpa eval`.
+pub fn eval(a: &EvalArgs) -> Result<()> {
+    let (table, _) = load_table(&a.table)?;
+    let raw_in = a.raw || is_raw_name(&a.input);
+    let arr = if raw_in {
+        let Some(d) = a.dtype else {
+            bail!(
+                "{} is read as a raw array: give its element type with --dtype f32|f16|bf16",
+                a.input.display()
+            )
+        };
+        npy::read_raw(&a.input, d)?
+    } else {
+        let arr = npy::read_npy(&a.input)?;
+        if arr.dtype == ArrayDType::F64 {
+            bail!(
+                "{}: unsupported dtype float64; pwpa evaluates float32 and float16 arrays (convert with x.astype(np.float32))",
+                a.input.display()
+            );
+        }
+        if let Some(d) = a.dtype {
+            if ArrayDType::Elem(d) != arr.dtype {
+                bail!(
+                    "--dtype {d} does not match {}, whose header says {}",
+                    a.input.display(),
+                    arr.dtype
+                );
+            }
+        }
+        arr
+    };
+    let ArrayDType::Elem(in_dtype) = arr.dtype else {
+        unreachable!("f64 rejected above")
+    };
+    let out_dtype = a.out_dtype.unwrap_or(in_dtype);
+    let raw_out = if is_npy_name(&a.output) {
+        false
+    } else {
+        is_raw_name(&a.output) || raw_in
+    };
+    if !raw_out && out_dtype == DType::BF16 {
+        bail!("the .npy format has no bfloat16 dtype; write bf16 output to a raw file (name ending in .bin or .raw)");
+    }
+    check_output_dir(&a.output)?;
+    let ev = Evaluator::new(&table);
+    let data = eval_array(&ev, &arr, out_dtype)?;
+    let bytes = if raw_out {
+        data
+    } else {
+        npy::npy_bytes(ArrayDType::Elem(out_dtype), &arr.shape, &data)?
+    };
+    pwpa::format::write_atomic(&a.output, &bytes)?;
+    Ok(())
+}

@@ -1,0 +1,418 @@
+//! A small `.npy` reader and writer (format versions 1.0, 2.0 and 3.0) and raw
+//! little-endian arrays.
+//!
+//! Only what `pwpa eval` needs: C-order, little-endian (or byte-order-free)
+//! arrays of f32, f16 and — for reading sample data — f64. Every malformed file
+//! gets an error naming the file and the problem.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use pwpa::DType;
+
+const MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+/// Element type of an array file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArrayDType {
+    /// One of pwpa's element types.
+    Elem(DType),
+    /// IEEE binary64 (read only, for sample data).
+    F64,
+}
+
+impl ArrayDType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            ArrayDType::Elem(d) => d.size(),
+            ArrayDType::F64 => 8,
+        }
+    }
+
+    fn descr(self) -> Result<&'static str> {
+        Ok(match self {
+            ArrayDType::Elem(DType::F32) => "<f4",
+            ArrayDType::Elem(DType::F16) => "<f2",
+            ArrayDType::F64 => "<f8",
+            ArrayDType::Elem(DType::BF16) => bail!(
+                "the .npy format has no bfloat16 dtype; write bf16 as a raw file (--raw) instead"
+            ),
+        })
+    }
+}
+
+impl std::fmt::Display for ArrayDType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArrayDType::Elem(d) => write!(f, "{d}"),
+            ArrayDType::F64 => f.write_str("f64"),
+        }
+    }
+}
+
+/// An array read from a file: element type, shape and the little-endian data bytes.
+#[derive(Clone, Debug)]
+pub struct Array {
+    /// Element type.
+    pub dtype: ArrayDType,
+    /// Shape (empty for a 0-d array).
+    pub shape: Vec<usize>,
+    /// `product(shape) * dtype.size()` bytes, little-endian.
+    pub data: Vec<u8>,
+}
+
+impl Array {
+    /// The elements widened to f64 (exact for every supported type).
+    pub fn to_f64(&self) -> Vec<f64> {
+        match self.dtype {
+            ArrayDType::F64 => self
+                .data
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+            ArrayDType::Elem(DType::F32) => decode::<f32>(&self.data)
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+            ArrayDType::Elem(DType::F16) => decode::<half::f16>(&self.data)
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+            ArrayDType::Elem(DType::BF16) => decode::<half::bf16>(&self.data)
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+        }
+    }
+}
+
+/// Little-endian decoding and encoding of element types.
+pub trait Le: Sized + Copy {
+    /// Bytes per element.
+    const SIZE: usize;
+    /// From little-endian bytes (`SIZE` of them).
+    fn from_le(b: &[u8]) -> Self;
+    /// Appends the little-endian bytes.
+    fn put_le(self, out: &mut Vec<u8>);
+}
+
+impl Le for f32 {
+    const SIZE: usize = 4;
+    fn from_le(b: &[u8]) -> Self {
+        f32::from_le_bytes(b.try_into().unwrap())
+    }
+    fn put_le(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+}
+
+impl Le for half::f16 {
+    const SIZE: usize = 2;
+    fn from_le(b: &[u8]) -> Self {
+        half::f16::from_bits(u16::from_le_bytes(b.try_into().unwrap()))
+    }
+    fn put_le(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_bits().to_le_bytes());
+    }
+}
+
+impl Le for half::bf16 {
+    const SIZE: usize = 2;
+    fn from_le(b: &[u8]) -> Self {
+        half::bf16::from_bits(u16::from_le_bytes(b.try_into().unwrap()))
+    }
+    fn put_le(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_bits().to_le_bytes());
+    }
+}
+
+/// Decodes little-endian bytes (a whole number of elements) into values.
+pub fn decode<T: Le>(bytes: &[u8]) -> Vec<T> {
+    bytes.chunks_exact(T::SIZE).map(T::from_le).collect()
+}
+
+/// Encodes values as little-endian bytes.
+pub fn encode<T: Le>(values: &[T]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * T::SIZE);
+    for &v in values {
+        v.put_le(&mut out);
+    }
+    out
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Reads a `.npy` file.
+pub fn read_npy(path: &Path) -> Result<Array> {
+    let bytes = read_file(path)?;
+    parse_npy(&bytes).with_context(|| format!("{} is not a usable .npy file", path.display()))
+}
+
+/// Parses the bytes of a `.npy` file.
+pub fn parse_npy(bytes: &[u8]) -> Result<Array> {
+    if bytes.len() < 10 || &bytes[..6] != MAGIC {
+        bail!("it does not start with the .npy magic string \\x93NUMPY");
+    }
+    let (major, minor) = (bytes[6], bytes[7]);
+    let (header_len, start): (usize, usize) = match major {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        2 | 3 => {
+            if bytes.len() < 12 {
+                bail!("truncated header");
+            }
+            (
+                u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize,
+                12,
+            )
+        }
+        _ => bail!("unsupported .npy format version {major}.{minor}"),
+    };
+    let end = start
+        .checked_add(header_len)
+        .filter(|&e| e <= bytes.len())
+        .ok_or_else(|| anyhow::anyhow!("truncated header (needs {header_len} bytes)"))?;
+    let header = std::str::from_utf8(&bytes[start..end])
+        .map_err(|_| anyhow::anyhow!("the header is not text"))?;
+    let h = parse_header(header)?;
+    let count = h
+        .shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| anyhow::anyhow!("shape {:?} is too large", h.shape))?;
+    let nbytes = count
+        .checked_mul(h.dtype.size())
+        .ok_or_else(|| anyhow::anyhow!("shape {:?} is too large", h.shape))?;
+    let data = &bytes[end..];
+    if data.len() < nbytes {
+        bail!(
+            "truncated data: shape {:?} of {} needs {} bytes, the file has {}",
+            h.shape,
+            h.dtype,
+            nbytes,
+            data.len()
+        );
+    }
+    if data.len() > nbytes {
+        bail!(
+            "{} unexpected bytes after the data of shape {:?}",
+            data.len() - nbytes,
+            h.shape
+        );
+    }
+    Ok(Array {
+        dtype: h.dtype,
+        shape: h.shape,
+        data: data.to_vec(),
+    })
+}
+
+#[derive(Debug)]
+struct Header {
+    dtype: ArrayDType,
+    shape: Vec<usize>,
+}
+
+/// Finds the value text after `'key':` in a Python dict literal.
+fn field<'a>(header: &'a str, key: &str) -> Result<&'a str> {
+    for quote in ['\'', '"'] {
+        let pat = format!("{quote}{key}{quote}");
+        if let Some(pos) = header.find(&pat) {
+            let rest = header[pos + pat.len()..].trim_start();
+            let rest = rest
+                .strip_prefix(':')
+                .ok_or_else(|| anyhow::anyhow!("malformed header: no ':' after '{key}'"))?;
+            return Ok(rest.trim_start());
+        }
+    }
+    bail!("malformed header: no '{key}' field in {header:?}")
+}
+
+fn parse_header(header: &str) -> Result<Header> {
+    let h = header.trim();
+    if !h.starts_with('{') || !h.ends_with('}') {
+        bail!("malformed header: not a dict literal: {h:?}");
+    }
+    // descr
+    let d = field(h, "descr")?;
+    let q = d
+        .chars()
+        .next()
+        .filter(|c| *c == '\'' || *c == '"')
+        .ok_or_else(|| anyhow::anyhow!("malformed header: 'descr' is not a string"))?;
+    let close = d[1..]
+        .find(q)
+        .ok_or_else(|| anyhow::anyhow!("malformed header: unterminated 'descr'"))?;
+    let descr = &d[1..1 + close];
+    let dtype = match descr {
+        "<f4" | "=f4" | "f4" => ArrayDType::Elem(DType::F32),
+        "<f2" | "=f2" | "f2" | "|f2" => ArrayDType::Elem(DType::F16),
+        "<f8" | "=f8" | "f8" => ArrayDType::F64,
+        ">f4" | ">f2" | ">f8" => {
+            bail!("big-endian arrays ('{descr}') are not supported; save it little-endian")
+        }
+        other => bail!(
+            "unsupported dtype '{other}' ({}); pwpa reads float32 and float16 arrays",
+            describe_descr(other)
+        ),
+    };
+    // fortran_order
+    let f = field(h, "fortran_order")?;
+    if f.starts_with("True") {
+        bail!("Fortran-order arrays are not supported; save a C-order (contiguous) array");
+    } else if !f.starts_with("False") {
+        bail!("malformed header: 'fortran_order' is neither True nor False");
+    }
+    // shape
+    let s = field(h, "shape")?;
+    let s = s
+        .strip_prefix('(')
+        .ok_or_else(|| anyhow::anyhow!("malformed header: 'shape' is not a tuple"))?;
+    let close = s
+        .find(')')
+        .ok_or_else(|| anyhow::anyhow!("malformed header: unterminated 'shape'"))?;
+    let mut shape = Vec::new();
+    for part in s[..close].split(',') {
+        let p = part.trim().trim_end_matches('L');
+        if p.is_empty() {
+            continue;
+        }
+        shape
+            .push(p.parse::<usize>().map_err(|_| {
+                anyhow::anyhow!("malformed header: bad dimension '{p}' in 'shape'")
+            })?);
+    }
+    Ok(Header { dtype, shape })
+}
+
+fn describe_descr(d: &str) -> &'static str {
+    let kind = d.trim_start_matches(['<', '>', '=', '|']);
+    match kind.chars().next() {
+        Some('i') => "signed integer",
+        Some('u') => "unsigned integer",
+        Some('b') => "boolean or byte",
+        Some('c') => "complex",
+        Some('f') => "float of an unsupported width",
+        Some('V') => "raw bytes",
+        Some('U') | Some('S') => "string",
+        Some('O') => "Python objects",
+        _ => "unknown",
+    }
+}
+
+/// The bytes of a `.npy` (version 1.0) file.
+pub fn npy_bytes(dtype: ArrayDType, shape: &[usize], data: &[u8]) -> Result<Vec<u8>> {
+    let shape_txt = match shape.len() {
+        0 => "()".to_string(),
+        1 => format!("({},)", shape[0]),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut header = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
+        dtype.descr()?,
+        shape_txt
+    );
+    // Pad with spaces so that magic + version + length + header + '\n' is a multiple of 64.
+    let used = 10 + header.len() + 1;
+    header.push_str(&" ".repeat((64 - used % 64) % 64));
+    header.push('\n');
+    if header.len() > u16::MAX as usize {
+        bail!("shape {shape:?} makes a .npy header too long");
+    }
+    let mut out = Vec::with_capacity(10 + header.len() + data.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&[1, 0]);
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    Ok(out)
+}
+
+/// Reads a raw little-endian file of `dtype` elements.
+pub fn read_raw(path: &Path, dtype: DType) -> Result<Array> {
+    let data = read_file(path)?;
+    if data.len() % dtype.size() != 0 {
+        bail!(
+            "{}: {} bytes is not a whole number of {} elements ({} bytes each); the file is truncated or not {}",
+            path.display(),
+            data.len(),
+            dtype,
+            dtype.size(),
+            dtype
+        );
+    }
+    Ok(Array {
+        dtype: ArrayDType::Elem(dtype),
+        shape: vec![data.len() / dtype.size()],
+        data,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_shapes() {
+        for shape in [vec![], vec![5], vec![2, 3], vec![1, 2, 2]] {
+            let n: usize = shape.iter().product();
+            let vals: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 1.0).collect();
+            let bytes = npy_bytes(ArrayDType::Elem(DType::F32), &shape, &encode(&vals)).unwrap();
+            // Header is aligned to 64 bytes.
+            let hl = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+            assert_eq!((10 + hl) % 64, 0);
+            let a = parse_npy(&bytes).unwrap();
+            assert_eq!(a.shape, shape);
+            assert_eq!(decode::<f32>(&a.data), vals);
+        }
+    }
+
+    #[test]
+    fn numpy_style_headers_parse() {
+        // As written by numpy 1.x/2.x (version 1.0 header).
+        let h = "{'descr': '<f2', 'fortran_order': False, 'shape': (3, 4), }";
+        let p = parse_header(h).unwrap();
+        assert_eq!(p.dtype, ArrayDType::Elem(DType::F16));
+        assert_eq!(p.shape, vec![3, 4]);
+        let p = parse_header("{'descr': '<f4', 'fortran_order': False, 'shape': (7,), }").unwrap();
+        assert_eq!(p.shape, vec![7]);
+        assert!(
+            parse_header("{'descr': '<i4', 'fortran_order': False, 'shape': (7,), }")
+                .unwrap_err()
+                .to_string()
+                .contains("signed integer")
+        );
+        assert!(
+            parse_header("{'descr': '<f4', 'fortran_order': True, 'shape': (7,), }")
+                .unwrap_err()
+                .to_string()
+                .contains("Fortran")
+        );
+    }
+
+    #[test]
+    fn truncated_and_garbage_are_errors() {
+        let bytes = npy_bytes(
+            ArrayDType::Elem(DType::F32),
+            &[4],
+            &encode(&[1f32, 2.0, 3.0, 4.0]),
+        )
+        .unwrap();
+        for cut in 0..bytes.len() {
+            assert!(parse_npy(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut extra = bytes.clone();
+        extra.push(0);
+        assert!(parse_npy(&extra).is_err());
+        assert!(parse_npy(b"not an npy file at all").is_err());
+    }
+}

@@ -1,0 +1,81 @@
+//! `pwpa plot`: the function and its approximation with the breakpoints marked,
+//! and the error curve beneath.
+//!
+//! The drawing itself is `pwpa::plot::plot` (issue 3); until it is merged into
+//! this build, [`plot`] reports that plotting is not available.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+use pwpa::{DType, Table, Target};
+
+use crate::commands::{check_output_dir, load_table};
+use crate::spec::{parse_dtype, parse_range, Range};
+
+/// Which error curve to draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ErrorCurve {
+    /// Absolute error.
+    Abs,
+    /// Relative error.
+    Rel,
+    /// Error in ULPs of --dtype.
+    Ulp,
+}
+
+/// Arguments of `pwpa plot`.
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// The table file (JSON).
+    pub table: PathBuf,
+    /// Output image: .svg or .png.
+    #[arg(short, long, value_name = "FILE.svg|.png")]
+    pub output: PathBuf,
+    /// Plot against this function or expression instead of the table's `meta.function`.
+    #[arg(long, value_name = "NAME|EXPR")]
+    pub function: Option<String>,
+    /// Error curve beneath the plot.
+    #[arg(long, value_enum, default_value_t = ErrorCurve::Abs)]
+    pub error: ErrorCurve,
+    /// Type whose ULPs the error curve counts.
+    #[arg(long, value_parser = parse_dtype, default_value = "f32")]
+    pub dtype: DType,
+    /// Plotted x range LO,HI (default: the table's range with a margin for the tails).
+    #[arg(long, value_name = "LO,HI", value_parser = parse_range, allow_hyphen_values = true)]
+    pub range: Option<Range>,
+}
+
+/// Draws the plot. Not available in this build yet: see issue 3.
+pub fn plot(_table: &Table, _target: &Target, _args: &PlotArgs) -> Result<()> {
+    bail!("plotting is not available in this build (pwpa::plot is not built in yet, see issue 3)")
+}
+
+/// `pwpa plot`.
+pub fn run(a: &PlotArgs) -> Result<()> {
+    let ext = a
+        .output
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    if !matches!(ext.as_deref(), Some("svg") | Some("png")) {
+        bail!(
+            "cannot plot to {}: the output name must end in .svg or .png",
+            a.output.display()
+        );
+    }
+    check_output_dir(&a.output)?;
+    let (table, _) = load_table(&a.table)?;
+    let name = match (
+        &a.function,
+        table.meta.get("function").and_then(|v| v.as_str()),
+    ) {
+        (Some(f), _) => f.clone(),
+        (None, Some(f)) => f.to_string(),
+        (None, None) => bail!(
+            "{} records no function; pass --function NAME|EXPR",
+            a.table.display()
+        ),
+    };
+    let target = Target::parse(&name)?;
+    plot(&table, &target, a)
+}

@@ -1,0 +1,344 @@
+//! `pwpa convert`: AoS ⇄ SoA table files and the seed's format (docs/FORMAT.md).
+//!
+//! The seed format is the PACE kernels' pair of arrays: `coeffs`, P×(D+1) f32 in
+//! Horner order for the global x (highest power first), and `partition_points`,
+//! P+1 f32. It is stored either as one JSON object
+//! `{"coeffs": [[...], ...], "partition_points": [...]}` or as two `.npy` files
+//! (coefficients of shape (P, D+1) or flat, and points of shape (P+1,)).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use pwpa::{DType, Layout, Table, Tail};
+use serde_json::Value;
+
+use crate::commands::{check_output_dir, load_table};
+use crate::npy::{self, ArrayDType};
+use crate::spec::{parse_tail, tail_spec};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum To {
+    /// pwpa table JSON, AoS coefficients.
+    Aos,
+    /// pwpa table JSON, SoA coefficients.
+    Soa,
+    /// The seed's format (one JSON file, or two .npy files with --points-out).
+    Seed,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum From {
+    /// A seed file if the name ends in .npy or the JSON has `partition_points`, else a pwpa table.
+    Auto,
+    /// A pwpa table JSON.
+    Pwpa,
+    /// The seed's format.
+    Seed,
+}
+
+/// Arguments of `pwpa convert`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  pwpa convert gelu.json --to soa -o gelu_soa.json\n  pwpa convert gelu.json --to seed -o gelu_seed.json\n  pwpa convert gelu.json --to seed -o coeffs.npy --points-out points.npy\n  pwpa convert seed.json --from seed --to aos --right-tail linear:1,0 -o table.json\n  pwpa convert coeffs.npy --points points.npy --to aos -o table.json"
+)]
+pub struct ConvertArgs {
+    /// Input: a pwpa table, a seed JSON, or the seed's coefficient .npy (with --points).
+    input: PathBuf,
+    /// Output file.
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum)]
+    to: To,
+    /// Input format.
+    #[arg(long, value_enum, default_value_t = From::Auto)]
+    from: From,
+    /// Seed input as .npy: the partition points file (shape (P+1,), f32).
+    #[arg(long, value_name = "FILE.npy")]
+    points: Option<PathBuf>,
+    /// Seed output as .npy: where the partition points go (the coefficients go to -o).
+    #[arg(long, value_name = "FILE.npy")]
+    points_out: Option<PathBuf>,
+    /// Seed import: left tail (the seed format has none; default extend).
+    #[arg(long, value_name = "SPEC", value_parser = parse_tail, allow_hyphen_values = true)]
+    left_tail: Option<Tail>,
+    /// Seed import: right tail (the seed format has none; default extend).
+    #[arg(long, value_name = "SPEC", value_parser = parse_tail, allow_hyphen_values = true)]
+    right_tail: Option<Tail>,
+}
+
+fn is_npy(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+}
+
+/// A finite-or-not f32 from a JSON number (NaN/Inf caught by table validation).
+fn json_f32(v: &Value, what: &str) -> Result<f32> {
+    v.as_f64()
+        .map(|f| f as f32)
+        .ok_or_else(|| anyhow::anyhow!("{what} must be a number, found {v}"))
+}
+
+/// Parses a seed JSON object into (flat coefficients, points, degree).
+pub fn parse_seed_json(text: &str) -> Result<(Vec<f32>, Vec<f32>, usize)> {
+    let v: Value = serde_json::from_str(text).context("malformed seed JSON")?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| anyhow::anyhow!("a seed file must be a JSON object"))?;
+    for k in obj.keys() {
+        if !matches!(k.as_str(), "coeffs" | "partition_points" | "degree") {
+            bail!("unknown field '{k}' in seed file (expected coeffs, partition_points, degree)");
+        }
+    }
+    let pts = obj
+        .get("partition_points")
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow::anyhow!("missing array field 'partition_points'"))?;
+    let points = pts
+        .iter()
+        .enumerate()
+        .map(|(i, v)| json_f32(v, &format!("partition_points[{i}]")))
+        .collect::<Result<Vec<f32>>>()?;
+    let coeffs = obj
+        .get("coeffs")
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow::anyhow!("missing array field 'coeffs'"))?;
+    let degree_field = match obj.get("degree") {
+        None => None,
+        Some(d) => Some(
+            d.as_u64()
+                .ok_or_else(|| anyhow::anyhow!("'degree' must be a non-negative integer"))?
+                as usize,
+        ),
+    };
+    let nested = coeffs.first().is_some_and(Value::is_array);
+    let (flat, degree) = if nested {
+        let width = coeffs[0].as_array().map_or(0, Vec::len);
+        if width == 0 {
+            bail!("'coeffs' rows must hold D+1 ≥ 1 coefficients");
+        }
+        let mut flat = Vec::with_capacity(coeffs.len() * width);
+        for (i, row) in coeffs.iter().enumerate() {
+            let row = row
+                .as_array()
+                .ok_or_else(|| anyhow::anyhow!("coeffs[{i}] is not an array"))?;
+            if row.len() != width {
+                bail!(
+                    "coeffs[{i}] has {} coefficients but coeffs[0] has {width}; every row needs D+1",
+                    row.len()
+                );
+            }
+            for (k, c) in row.iter().enumerate() {
+                flat.push(json_f32(c, &format!("coeffs[{i}][{k}]"))?);
+            }
+        }
+        if let Some(d) = degree_field {
+            if d + 1 != width {
+                bail!("'degree' is {d} but the coefficient rows have {width} entries");
+            }
+        }
+        (flat, width - 1)
+    } else {
+        let flat = coeffs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| json_f32(c, &format!("coeffs[{i}]")))
+            .collect::<Result<Vec<f32>>>()?;
+        let d = match degree_field {
+            Some(d) => d,
+            None => infer_degree(flat.len(), points.len())?,
+        };
+        (flat, d)
+    };
+    Ok((flat, points, degree))
+}
+
+fn infer_degree(ncoeffs: usize, npoints: usize) -> Result<usize> {
+    if npoints < 2 {
+        return Err(pwpa::Error::ZeroPartitions.into());
+    }
+    let p = npoints - 1;
+    if ncoeffs == 0 || ncoeffs % p != 0 {
+        bail!(
+            "{ncoeffs} coefficients do not divide into {p} partitions ({} points); expected P×(D+1)",
+            npoints
+        );
+    }
+    Ok(ncoeffs / p - 1)
+}
+
+fn read_seed(a: &ConvertArgs) -> Result<Table> {
+    let (coeffs, points, degree) = if is_npy(&a.input) {
+        let Some(pp) = &a.points else {
+            bail!(
+                "seed coefficients {} need their partition points: --points FILE.npy",
+                a.input.display()
+            )
+        };
+        let c = npy::read_npy(&a.input)?;
+        let p = npy::read_npy(pp)?;
+        for (arr, path) in [(&c, &a.input), (&p, pp)] {
+            if arr.dtype != ArrayDType::Elem(DType::F32) {
+                bail!(
+                    "{}: seed arrays must be float32, found {}",
+                    path.display(),
+                    arr.dtype
+                );
+            }
+        }
+        if p.shape.len() != 1 {
+            bail!(
+                "{}: partition points must be 1-D (P+1,), found shape {:?}",
+                pp.display(),
+                p.shape
+            );
+        }
+        let coeffs: Vec<f32> = npy::decode(&c.data);
+        let points: Vec<f32> = npy::decode(&p.data);
+        let degree = match c.shape.as_slice() {
+            [rows, w] => {
+                if *rows + 1 != points.len() {
+                    bail!(
+                        "{} has {rows} rows of coefficients but {} has {} points (expected {})",
+                        a.input.display(),
+                        pp.display(),
+                        points.len(),
+                        rows + 1
+                    );
+                }
+                if *w == 0 {
+                    bail!("{}: coefficient rows are empty", a.input.display());
+                }
+                w - 1
+            }
+            [n] => infer_degree(*n, points.len())?,
+            s => bail!(
+                "{}: coefficients must have shape (P, D+1) or (P*(D+1),), found {s:?}",
+                a.input.display()
+            ),
+        };
+        (coeffs, points, degree)
+    } else {
+        if a.points.is_some() {
+            bail!("--points is for seed coefficients stored as .npy; a seed JSON holds its own partition_points");
+        }
+        let text = std::fs::read_to_string(&a.input)
+            .with_context(|| format!("cannot read {}", a.input.display()))?;
+        parse_seed_json(&text)
+            .with_context(|| format!("invalid seed file {}", a.input.display()))?
+    };
+    let table = Table::from_seed(coeffs, points, degree)
+        .with_context(|| format!("invalid seed table {}", a.input.display()))?;
+    let left = a.left_tail.clone().unwrap_or(Tail::Extend);
+    let right = a.right_tail.clone().unwrap_or(Tail::Extend);
+    Ok(table.with_tails(left, right)?)
+}
+
+fn looks_like_seed(path: &Path) -> bool {
+    if is_npy(path) {
+        return true;
+    }
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|v| v.get("partition_points").is_some())
+}
+
+/// The seed JSON text for coefficients and points (one row of D+1 per line).
+pub fn seed_json(coeffs: &[f32], points: &[f32], degree: usize) -> String {
+    let f = |v: &[f32]| serde_json::to_string(v).expect("serialisable");
+    let rows: Vec<String> = coeffs
+        .chunks(degree + 1)
+        .map(|r| format!("    {}", f(r)))
+        .collect();
+    format!(
+        "{{\n  \"coeffs\": [\n{}\n  ],\n  \"partition_points\": {}\n}}\n",
+        rows.join(",\n"),
+        f(points)
+    )
+}
+
+/// `pwpa convert`.
+pub fn convert(a: &ConvertArgs) -> Result<()> {
+    let from_seed = match a.from {
+        From::Seed => true,
+        From::Pwpa => false,
+        From::Auto => looks_like_seed(&a.input),
+    };
+    if !from_seed && (a.left_tail.is_some() || a.right_tail.is_some()) {
+        bail!("--left-tail/--right-tail apply to seed imports only (a pwpa table keeps its tails)");
+    }
+    if a.points_out.is_some() && a.to != To::Seed {
+        bail!("--points-out is for --to seed");
+    }
+    let table = if from_seed {
+        read_seed(a)?
+    } else {
+        load_table(&a.input)?.0
+    };
+    check_output_dir(&a.output)?;
+    match a.to {
+        To::Aos | To::Soa => {
+            let layout = if a.to == To::Aos {
+                Layout::Aos
+            } else {
+                Layout::Soa
+            };
+            pwpa::format::save(&table, &a.output, layout)?;
+        }
+        To::Seed => {
+            let (coeffs, points, exact) = table.to_seed();
+            if !exact {
+                let mut why = Vec::new();
+                if table.breakpoints().is_uniform() {
+                    why.push("uniform breakpoints become a list of f32-rounded points, and inputs next to them may fall in the neighbouring piece");
+                }
+                if table.anchors().iter().any(|&x| x != 0.0) {
+                    why.push("coefficients about each piece's anchor are re-expanded in the global x and rounded to f32");
+                }
+                eprintln!(
+                    "warning: the seed export is not bit-exact: {}",
+                    why.join("; ")
+                );
+            }
+            for (side, t) in [("left", table.left_tail()), ("right", table.right_tail())] {
+                if *t != Tail::Extend {
+                    eprintln!(
+                        "warning: the seed format has no tails; the {side} tail ({}) is dropped (a seed import extends the edge pieces)",
+                        tail_spec(t)
+                    );
+                }
+            }
+            if let Some(pts_path) = &a.points_out {
+                if !is_npy(&a.output) || !is_npy(pts_path) {
+                    bail!("with --points-out, both -o and --points-out must be .npy files");
+                }
+                check_output_dir(pts_path)?;
+                let p = table.partitions();
+                let d = table.degree();
+                let c_bytes = npy::npy_bytes(
+                    ArrayDType::Elem(DType::F32),
+                    &[p, d + 1],
+                    &npy::encode(&coeffs),
+                )?;
+                let p_bytes = npy::npy_bytes(
+                    ArrayDType::Elem(DType::F32),
+                    &[p + 1],
+                    &npy::encode(&points),
+                )?;
+                pwpa::format::write_atomic(&a.output, &c_bytes)?;
+                if let Err(e) = pwpa::format::write_atomic(pts_path, &p_bytes) {
+                    let _ = std::fs::remove_file(&a.output);
+                    return Err(e.into());
+                }
+            } else {
+                if is_npy(&a.output) {
+                    bail!("a seed export to .npy needs --points-out FILE.npy for the partition points");
+                }
+                let text = seed_json(&coeffs, &points, table.degree());
+                pwpa::format::write_atomic(&a.output, text.as_bytes())?;
+            }
+        }
+    }
+    Ok(())
+}

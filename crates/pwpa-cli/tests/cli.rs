@@ -1,0 +1,1208 @@
+//! Integration tests of the `pwpa` binary: bad input gets `error: …`, a non-zero
+//! exit and no output file; conversions round-trip bit-exactly; `eval` matches the
+//! oracle `Table::eval` bit for bit.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use pwpa::{bf16, f16, Breakpoints, Layout, Table, Tail};
+
+fn pwpa(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pwpa"))
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run pwpa")
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "expected success, got {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// Asserts a clean failure: non-zero exit, one `error:` line naming the problem
+/// (all of `needles`, case-insensitive), no panic, and none of `outputs` exist.
+fn fails(o: &Output, needles: &[&str], outputs: &[&Path]) {
+    let e = stderr(o);
+    assert!(!o.status.success(), "expected failure; stderr: {e}");
+    assert_ne!(o.status.code(), Some(101), "panicked: {e}");
+    assert!(
+        e.starts_with("error: "),
+        "stderr must start with 'error: ': {e}"
+    );
+    assert!(!e.contains("panicked"), "{e}");
+    assert!(!e.contains("RUST_BACKTRACE"), "{e}");
+    for n in needles {
+        assert!(
+            e.to_lowercase().contains(&n.to_lowercase()),
+            "stderr does not mention '{n}': {e}"
+        );
+    }
+    for out in outputs {
+        assert!(!out.exists(), "{} was written", out.display());
+    }
+}
+
+/// No stray temporary files left in `dir`.
+fn no_temp_files(dir: &Path) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(!name.contains(".tmp-"), "temporary file {name} left behind");
+    }
+}
+
+/// A table with arbitrary breakpoints, mixed tails, midpoint anchors.
+fn sample_table() -> Table {
+    let b = Breakpoints::arbitrary(vec![-4.0, -1.5, -0.25, 0.0, 0.75, 3.0]).unwrap();
+    let p = b.partitions();
+    let d = 3;
+    let coeffs: Vec<f32> = (0..p * (d + 1))
+        .map(|i| ((i as f32) * 0.731).sin() * 0.5)
+        .collect();
+    let mut t = Table::new(
+        b.clone(),
+        d,
+        Table::midpoint_anchors(&b),
+        coeffs,
+        Tail::Constant { value: -0.125 },
+        Tail::Linear {
+            slope: 0.5,
+            intercept: 0.25,
+        },
+    )
+    .unwrap();
+    t.meta.insert("function".into(), "tanh".into());
+    t
+}
+
+fn uniform_table() -> Table {
+    let b = Breakpoints::uniform(-8.0, 8.0, 16).unwrap();
+    let coeffs: Vec<f32> = (0..16 * 3).map(|i| ((i as f32) * 1.37).cos()).collect();
+    Table::new(
+        b.clone(),
+        2,
+        Table::midpoint_anchors(&b),
+        coeffs,
+        Tail::Clamp,
+        Tail::Extend,
+    )
+    .unwrap()
+}
+
+/// An independent little .npy writer (version 1.0) for test inputs.
+fn write_npy(path: &Path, descr: &str, shape: &[usize], data: &[u8]) {
+    let shape_txt = match shape.len() {
+        1 => format!("({},)", shape[0]),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_txt}, }}");
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend_from_slice(&(h.len() as u16).to_le_bytes());
+    b.extend_from_slice(h.as_bytes());
+    b.extend_from_slice(data);
+    std::fs::write(path, b).unwrap();
+}
+
+/// Reads a .npy written by pwpa: (descr, shape text, data).
+fn read_npy(path: &Path) -> (String, String, Vec<u8>) {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(&b[..6], b"\x93NUMPY");
+    let hl = u16::from_le_bytes([b[8], b[9]]) as usize;
+    let h = std::str::from_utf8(&b[10..10 + hl]).unwrap().to_string();
+    let descr = h.split("'descr': '").nth(1).unwrap()[..3].to_string();
+    let shape = h.split("'shape': ").nth(1).unwrap();
+    let shape = shape[..=shape.find(')').unwrap()].to_string();
+    (descr, shape, b[10 + hl..].to_vec())
+}
+
+/// Interesting f32 inputs: specials, subnormals, breakpoints and their neighbours.
+fn special_inputs(t: &Table) -> Vec<f32> {
+    let mut v = vec![
+        f32::NAN,
+        -f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        f32::from_bits(1),
+        -f32::from_bits(1),
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::MIN,
+        1e-30,
+        -1e30,
+    ];
+    for i in 0..=t.partitions() {
+        let b = t.breakpoints().point(i) as f32;
+        v.extend([
+            b,
+            f32::from_bits(b.to_bits() + 1),
+            b - b.abs() * 1e-7 - 1e-9,
+        ]);
+    }
+    let (lo, hi) = (t.breakpoints().lo(), t.breakpoints().hi());
+    for k in 0..997 {
+        v.push(lo - 2.0 + (hi - lo + 4.0) * k as f32 / 996.0);
+    }
+    v
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+struct Dir {
+    tmp: tempfile::TempDir,
+}
+impl Dir {
+    fn new() -> Self {
+        Dir {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+    fn table(&self, name: &str, t: &Table, layout: Layout) -> PathBuf {
+        let p = self.path(name);
+        pwpa::format::save(t, &p, layout).unwrap();
+        p
+    }
+}
+
+/// Whether the fitter is built in (it is a stub until the fitting work is merged).
+fn fitter_available() -> bool {
+    let o = pwpa(&[
+        "fit",
+        "sigmoid",
+        "-P",
+        "4",
+        "-D",
+        "1",
+        "--method",
+        "lsq",
+        "--breakpoints",
+        "uniform",
+    ]);
+    if o.status.success() {
+        return true;
+    }
+    let e = stderr(&o);
+    assert!(e.contains("not yet implemented"), "fit failed: {e}");
+    eprintln!("SKIPPED part of this test: the fitter is not built in yet ({e})");
+    false
+}
+
+// ------------------------------------------------------------------ basics
+
+#[test]
+fn help_everywhere_and_version() {
+    for cmd in [
+        "functions",
+        "fit",
+        "info",
+        "eval",
+        "convert",
+        "plot",
+        "bench",
+    ] {
+        let o = pwpa(&[cmd, "--help"]);
+        ok(&o);
+        assert!(stdout(&o).contains("Usage: pwpa"), "{cmd}");
+    }
+    let o = pwpa(&["--version"]);
+    ok(&o);
+    assert!(stdout(&o).starts_with("pwpa "));
+    let o = pwpa(&["frobnicate"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).starts_with("error:"));
+}
+
+#[test]
+fn functions_lists_the_catalogue() {
+    let o = pwpa(&["functions"]);
+    ok(&o);
+    let text = stdout(&o);
+    for f in pwpa::funcs::catalogue() {
+        assert!(text.contains(f.name), "{} missing", f.name);
+    }
+    let o = pwpa(&["functions", "--json"]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let arr = v.as_array().unwrap();
+    assert_eq!(arr.len(), pwpa::funcs::catalogue().len());
+    for f in pwpa::funcs::catalogue() {
+        let row = arr.iter().find(|r| r["name"] == f.name).unwrap();
+        assert_eq!(row["range"][0].as_f64().unwrap(), f.range.0);
+        assert_eq!(row["range"][1].as_f64().unwrap(), f.range.1);
+        assert_eq!(row["description"], f.description);
+        assert!(!row["left_tail"].as_str().unwrap().is_empty());
+        assert!(!row["right_tail"].as_str().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn negative_ranges_parse() {
+    let d = Dir::new();
+    let fitted = fitter_available();
+    for (i, args) in [
+        vec!["fit", "tanh", "--range", "-8,8", "-P", "8", "-D", "2"],
+        vec!["fit", "tanh", "--range=-8,8", "-P", "8", "-D", "2"],
+        vec![
+            "fit",
+            "tanh",
+            "--range",
+            "-8,-1",
+            "--left-tail",
+            "linear:-1,-2",
+            "-P",
+            "8",
+            "-D",
+            "2",
+        ],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out = d.path(&format!("t{i}.json"));
+        let mut a = args.clone();
+        a.extend(["-o", p(&out)]);
+        let o = pwpa(&a);
+        let e = stderr(&o);
+        assert!(
+            !e.contains("unexpected argument") && !e.contains("invalid value"),
+            "{e}"
+        );
+        if fitted {
+            ok(&o);
+            let t = pwpa::format::load(&out).unwrap();
+            assert_eq!(t.breakpoints().lo(), -8.0);
+        } else {
+            fails(&o, &["not yet implemented"], &[&out]);
+        }
+    }
+    // A bad range is rejected before anything runs.
+    let out = d.path("bad.json");
+    fails(
+        &pwpa(&["fit", "tanh", "--range", "3,-3", "-o", p(&out)]),
+        &["empty range"],
+        &[&out],
+    );
+    fails(
+        &pwpa(&["fit", "tanh", "--range", "1,1", "-o", p(&out)]),
+        &["empty range"],
+        &[&out],
+    );
+    fails(
+        &pwpa(&["fit", "tanh", "--right-tail", "const:x", "-o", p(&out)]),
+        &["not a number"],
+        &[&out],
+    );
+}
+
+#[test]
+fn fit_writes_a_table_and_reports() {
+    if !fitter_available() {
+        return;
+    }
+    let d = Dir::new();
+    let out = d.path("sig.json");
+    let o = pwpa(&[
+        "fit",
+        "sigmoid",
+        "--range",
+        "-8,8",
+        "-P",
+        "16",
+        "-D",
+        "3",
+        "-o",
+        p(&out),
+        "--json",
+    ]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["summary"]["partitions"], 16);
+    assert_eq!(v["summary"]["degree"], 3);
+    let t = pwpa::format::load(&out).unwrap();
+    assert_eq!(t.meta["function"], "sigmoid");
+    // The report's max error agrees with an independent f64 check (it is at least
+    // what a coarse sweep of the table against the reference sees).
+    let max_abs = v["report"]["max_abs"].as_f64().unwrap();
+    let mut seen: f64 = 0.0;
+    for k in 0..=1000 {
+        let x = -8.0 + 16.0 * k as f64 / 1000.0;
+        let want = 1.0 / (1.0 + (-x).exp());
+        seen = seen.max((t.eval_f32(x as f32) as f64 - want).abs());
+    }
+    assert!(seen <= max_abs * (1.0 + 1e-9) + 1e-12, "{seen} > {max_abs}");
+    assert!(max_abs < 1e-3, "{max_abs}");
+    let o = pwpa(&["info", p(&out)]);
+    ok(&o);
+    assert!(stdout(&o).contains("partitions:  16"));
+}
+
+// ------------------------------------------------------------------ bad tables
+
+/// A good table file's JSON as a mutable value.
+fn good_json() -> serde_json::Value {
+    serde_json::from_str(&pwpa::format::to_json(&sample_table(), Layout::Aos)).unwrap()
+}
+
+/// Runs info, eval and convert on a bad table file and checks each fails cleanly.
+fn bad_table_everywhere(d: &Dir, name: &str, text: &str, needles: &[&str]) {
+    let t = d.write(name, text);
+    let x = d.path("x_for_bad.npy");
+    write_npy(&x, "<f4", &[3], &f32_bytes(&[0.0, 1.0, 2.0]));
+    let out_json = d.path(&format!("{name}.out.json"));
+    let out_npy = d.path(&format!("{name}.out.npy"));
+    fails(&pwpa(&["info", p(&t)]), needles, &[]);
+    fails(
+        &pwpa(&["eval", p(&t), "-i", p(&x), "-o", p(&out_npy)]),
+        needles,
+        &[&out_npy],
+    );
+    fails(
+        &pwpa(&[
+            "convert",
+            p(&t),
+            "--from",
+            "pwpa",
+            "--to",
+            "soa",
+            "-o",
+            p(&out_json),
+        ]),
+        needles,
+        &[&out_json],
+    );
+    no_temp_files(d.tmp.path());
+}
+
+#[test]
+fn bad_tables_are_rejected_with_clear_errors() {
+    let d = Dir::new();
+    let set = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = good_json();
+        f(&mut v);
+        v.to_string()
+    };
+    // Unsorted and duplicate breakpoints.
+    bad_table_everywhere(
+        &d,
+        "unsorted.json",
+        &set(&|v| v["breakpoints"]["points"][2] = (-2.0).into()),
+        &["strictly increasing", "point 2"],
+    );
+    bad_table_everywhere(
+        &d,
+        "dup.json",
+        &set(&|v| v["breakpoints"]["points"][3] = (-0.25).into()),
+        &["strictly increasing"],
+    );
+    // P = 0, uniform and arbitrary.
+    let uni = serde_json::from_str::<serde_json::Value>(&pwpa::format::to_json(
+        &uniform_table(),
+        Layout::Aos,
+    ))
+    .unwrap();
+    let mut z = uni.clone();
+    z["breakpoints"]["partitions"] = 0.into();
+    bad_table_everywhere(&d, "p0.json", &z.to_string(), &["at least one partition"]);
+    bad_table_everywhere(
+        &d,
+        "p0b.json",
+        &set(&|v| v["breakpoints"]["points"] = serde_json::json!([1.0])),
+        &["at least one partition"],
+    );
+    // lo >= hi.
+    let mut z = uni.clone();
+    z["breakpoints"]["lo"] = 8.0.into();
+    bad_table_everywhere(&d, "lohi.json", &z.to_string(), &["empty range"]);
+    let mut z = uni.clone();
+    z["breakpoints"]["hi"] = (-9.0).into();
+    bad_table_everywhere(&d, "lohi2.json", &z.to_string(), &["empty range"]);
+    // Coefficient count mismatch.
+    bad_table_everywhere(
+        &d,
+        "count.json",
+        &set(&|v| {
+            v["coefficients"].as_array_mut().unwrap().pop();
+        }),
+        &["expected 20 coefficients", "found 19"],
+    );
+    bad_table_everywhere(
+        &d,
+        "degree.json",
+        &set(&|v| v["degree"] = 4.into()),
+        &["expected 25 coefficients"],
+    );
+    // NaN / Inf coefficients, hand-written (JSON has no NaN literal).
+    let good = pwpa::format::to_json(&sample_table(), Layout::Aos);
+    let coeff_pos = good.find("\"coefficients\": [").unwrap();
+    let first_num = coeff_pos + good[coeff_pos..].find('[').unwrap() + 1;
+    let end = first_num + good[first_num..].find(',').unwrap();
+    for (i, bad) in ["NaN", "\"NaN\"", "Infinity", "-inf"].iter().enumerate() {
+        let text = format!("{}{}{}", &good[..first_num], bad, &good[end..]);
+        bad_table_everywhere(&d, &format!("nan{i}.json"), &text, &["malformed"]);
+    }
+    // A number too large for f32 becomes Inf: rejected by validation.
+    let text = format!("{}{}{}", &good[..first_num], "1e39", &good[end..]);
+    bad_table_everywhere(&d, "inf.json", &text, &["coefficient 0 is not finite"]);
+    // Malformed JSON, truncated JSON, not an object, missing fields.
+    bad_table_everywhere(
+        &d,
+        "malformed.json",
+        "{\"format\": \"pwpa-table\",",
+        &["malformed"],
+    );
+    bad_table_everywhere(&d, "trunc.json", &good[..good.len() / 2], &["malformed"]);
+    bad_table_everywhere(&d, "array.json", "[1, 2, 3]", &["object"]);
+    bad_table_everywhere(&d, "empty.json", "", &["malformed"]);
+    bad_table_everywhere(
+        &d,
+        "noanchors.json",
+        &set(&|v| {
+            v.as_object_mut().unwrap().remove("anchors");
+        }),
+        &["anchors"],
+    );
+    // Wrong version, wrong format name.
+    bad_table_everywhere(
+        &d,
+        "version.json",
+        &set(&|v| v["version"] = 2.into()),
+        &["version 2"],
+    );
+    bad_table_everywhere(
+        &d,
+        "fmt.json",
+        &set(&|v| v["format"] = "pwpa-tabel".into()),
+        &["pwpa-tabel"],
+    );
+    // A bad tail.
+    bad_table_everywhere(
+        &d,
+        "tail.json",
+        &set(&|v| v["tails"]["left"] = serde_json::json!({"kind": "bogus"})),
+        &["malformed"],
+    );
+}
+
+#[test]
+fn missing_and_unreadable_files() {
+    let d = Dir::new();
+    let missing = d.path("nope.json");
+    let out = d.path("out.json");
+    fails(
+        &pwpa(&["info", p(&missing)]),
+        &["cannot read", "nope.json"],
+        &[],
+    );
+    fails(
+        &pwpa(&[
+            "convert",
+            p(&missing),
+            "--from",
+            "pwpa",
+            "--to",
+            "aos",
+            "-o",
+            p(&out),
+        ]),
+        &["nope.json"],
+        &[&out],
+    );
+    // A directory where a file is expected.
+    let dir = d.path("adir");
+    std::fs::create_dir(&dir).unwrap();
+    fails(&pwpa(&["info", p(&dir)]), &["cannot read", "adir"], &[]);
+    // Missing input array.
+    let t = d.table("t.json", &sample_table(), Layout::Aos);
+    let y = d.path("y.npy");
+    fails(
+        &pwpa(&["eval", p(&t), "-i", p(&d.path("x.npy")), "-o", p(&y)]),
+        &["cannot read", "x.npy"],
+        &[&y],
+    );
+    // Output into a directory that does not exist.
+    let x = d.path("x.npy");
+    write_npy(&x, "<f4", &[2], &f32_bytes(&[1.0, 2.0]));
+    let y = d.path("no-such-dir").join("y.npy");
+    fails(
+        &pwpa(&["eval", p(&t), "-i", p(&x), "-o", p(&y)]),
+        &["no-such-dir"],
+        &[&y],
+    );
+    let o2 = d.path("no-such-dir").join("t.json");
+    fails(
+        &pwpa(&["convert", p(&t), "--to", "soa", "-o", p(&o2)]),
+        &["no-such-dir"],
+        &[&o2],
+    );
+    no_temp_files(d.tmp.path());
+}
+
+#[test]
+fn unknown_function_and_bad_expression() {
+    let d = Dir::new();
+    let out = d.path("t.json");
+    fails(
+        &pwpa(&["fit", "no_such_function", "-o", p(&out)]),
+        &["no_such_function"],
+        &[&out],
+    );
+    fails(&pwpa(&["fit", "x*((", "-o", p(&out)]), &["x*(("], &[&out]);
+    fails(
+        &pwpa(&["fit", "x +* 2", "-o", p(&out)]),
+        &["x +* 2"],
+        &[&out],
+    );
+    let t = d.table("t2.json", &sample_table(), Layout::Aos);
+    fails(
+        &pwpa(&["info", p(&t), "--function", "sin(("]),
+        &["sin(("],
+        &[],
+    );
+    no_temp_files(d.tmp.path());
+}
+
+// ------------------------------------------------------------------ npy input
+
+#[test]
+fn bad_arrays_are_rejected() {
+    let d = Dir::new();
+    let t = d.table("t.json", &sample_table(), Layout::Aos);
+    let y = d.path("y.npy");
+    let run = |x: &Path, extra: &[&str]| {
+        let mut a = vec!["eval", p(&t), "-i", p(x), "-o", p(&y)];
+        a.extend_from_slice(extra);
+        pwpa(&a)
+    };
+    // Wrong dtypes.
+    let x = d.path("f64.npy");
+    write_npy(&x, "<f8", &[2], &[0u8; 16]);
+    fails(&run(&x, &[]), &["float64"], &[&y]);
+    let x = d.path("i32.npy");
+    write_npy(&x, "<i4", &[2], &[0u8; 8]);
+    fails(&run(&x, &[]), &["<i4", "integer"], &[&y]);
+    let x = d.path("be.npy");
+    write_npy(&x, ">f4", &[2], &[0u8; 8]);
+    fails(&run(&x, &[]), &["big-endian"], &[&y]);
+    // Truncated data and extra bytes.
+    let x = d.path("trunc.npy");
+    write_npy(&x, "<f4", &[4], &[0u8; 14]);
+    fails(&run(&x, &[]), &["truncated", "16 bytes"], &[&y]);
+    let x = d.path("extra.npy");
+    write_npy(&x, "<f4", &[1], &[0u8; 5]);
+    fails(&run(&x, &[]), &["unexpected bytes"], &[&y]);
+    // Malformed headers.
+    let x = d.path("magic.npy");
+    std::fs::write(&x, b"NUMPY\x01\x00garbage").unwrap();
+    fails(&run(&x, &[]), &["magic"], &[&y]);
+    let x = d.path("hdr.npy");
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend_from_slice(&200u16.to_le_bytes());
+    b.extend_from_slice(b"{'descr': '<f4'");
+    std::fs::write(&x, b).unwrap();
+    fails(&run(&x, &[]), &["truncated header"], &[&y]);
+    let x = d.path("shape.npy");
+    write_npy(&x, "<f4", &[2], &[0u8; 8]);
+    let text = std::fs::read(&x).unwrap();
+    let s = String::from_utf8_lossy(&text).replace("(2,)", "(x,)");
+    std::fs::write(&x, s.as_bytes()).unwrap();
+    fails(&run(&x, &[]), &["shape"], &[&y]);
+    let x = d.path("fortran.npy");
+    write_npy(&x, "<f4", &[2], &[0u8; 8]);
+    let s = String::from_utf8_lossy(&std::fs::read(&x).unwrap()).replace("False", "True ");
+    std::fs::write(&x, s.as_bytes()).unwrap();
+    fails(&run(&x, &[]), &["Fortran"], &[&y]);
+    // --dtype that contradicts the header.
+    let x = d.path("ok.npy");
+    write_npy(&x, "<f4", &[2], &[0u8; 8]);
+    fails(&run(&x, &["--dtype", "f16"]), &["does not match"], &[&y]);
+    // bf16 cannot be written as .npy.
+    fails(&run(&x, &["--out-dtype", "bf16"]), &["bfloat16"], &[&y]);
+    fails(&run(&x, &["--out-dtype", "f64"]), &["f64"], &[&y]);
+    // Raw input: odd size, and missing --dtype.
+    let r = d.path("odd.bin");
+    std::fs::write(&r, [0u8; 7]).unwrap();
+    let yb = d.path("y.bin");
+    fails(
+        &pwpa(&["eval", p(&t), "-i", p(&r), "-o", p(&yb), "--dtype", "f32"]),
+        &["7 bytes", "f32"],
+        &[&yb],
+    );
+    fails(
+        &pwpa(&["eval", p(&t), "-i", p(&r), "-o", p(&yb)]),
+        &["--dtype"],
+        &[&yb],
+    );
+    no_temp_files(d.tmp.path());
+}
+
+// ------------------------------------------------------------------ eval
+
+fn check_eval_f32_and_f16(t: &Table) {
+    let d = Dir::new();
+    let tp = d.table("t.json", t, Layout::Soa);
+    let xs = special_inputs(t);
+    // f32 → f32, 2-D shape preserved.
+    let n = xs.len() - xs.len() % 4;
+    let xs = &xs[..n];
+    let x = d.path("x.npy");
+    write_npy(&x, "<f4", &[n / 4, 4], &f32_bytes(xs));
+    let y = d.path("y.npy");
+    ok(&pwpa(&[
+        "eval",
+        p(&tp),
+        "--input",
+        p(&x),
+        "--output",
+        p(&y),
+    ]));
+    let (descr, shape, data) = read_npy(&y);
+    assert_eq!(descr, "<f4");
+    assert_eq!(shape, format!("({}, 4)", n / 4));
+    assert_eq!(data.len(), n * 4);
+    for (i, c) in data.chunks_exact(4).enumerate() {
+        let got = u32::from_le_bytes(c.try_into().unwrap());
+        let want: f32 = t.eval(xs[i]);
+        assert_eq!(got, want.to_bits(), "x = {:e}", xs[i]);
+    }
+    // f32 → f16 (--out-dtype).
+    let y16 = d.path("y16.npy");
+    ok(&pwpa(&[
+        "eval",
+        p(&tp),
+        "-i",
+        p(&x),
+        "-o",
+        p(&y16),
+        "--out-dtype",
+        "f16",
+    ]));
+    let (descr, _, data) = read_npy(&y16);
+    assert_eq!(descr, "<f2");
+    for (i, c) in data.chunks_exact(2).enumerate() {
+        let want: f16 = t.eval(xs[i]);
+        assert_eq!(u16::from_le_bytes(c.try_into().unwrap()), want.to_bits());
+    }
+    // f16 → f16: every f16 bit pattern, exhaustively.
+    let all: Vec<u8> = (0..=u16::MAX).flat_map(|b| b.to_le_bytes()).collect();
+    let x16 = d.path("x16.npy");
+    write_npy(&x16, "<f2", &[65536], &all);
+    ok(&pwpa(&["eval", p(&tp), "-i", p(&x16), "-o", p(&y16)]));
+    let (descr, shape, data) = read_npy(&y16);
+    assert_eq!((descr.as_str(), shape.as_str()), ("<f2", "(65536,)"));
+    for (b, c) in data.chunks_exact(2).enumerate() {
+        let want: f16 = t.eval(f16::from_bits(b as u16));
+        assert_eq!(
+            u16::from_le_bytes(c.try_into().unwrap()),
+            want.to_bits(),
+            "x bits {b:#06x}"
+        );
+    }
+    // raw bf16 → raw bf16, every pattern; and raw bf16 → npy f32.
+    let xb = d.path("xb.bin");
+    std::fs::write(&xb, &all).unwrap();
+    let yb = d.path("yb.bin");
+    ok(&pwpa(&[
+        "eval",
+        p(&tp),
+        "-i",
+        p(&xb),
+        "-o",
+        p(&yb),
+        "--dtype",
+        "bf16",
+    ]));
+    let data = std::fs::read(&yb).unwrap();
+    assert_eq!(data.len(), all.len());
+    for (b, c) in data.chunks_exact(2).enumerate() {
+        let want: bf16 = t.eval(bf16::from_bits(b as u16));
+        assert_eq!(u16::from_le_bytes(c.try_into().unwrap()), want.to_bits());
+    }
+    let yf = d.path("yf.npy");
+    ok(&pwpa(&[
+        "eval",
+        p(&tp),
+        "-i",
+        p(&xb),
+        "--raw",
+        "--dtype",
+        "bf16",
+        "-o",
+        p(&yf),
+        "--out-dtype",
+        "f32",
+    ]));
+    let (descr, _, data) = read_npy(&yf);
+    assert_eq!(descr, "<f4");
+    for (b, c) in data.chunks_exact(4).enumerate() {
+        let want: f32 = t.eval(bf16::from_bits(b as u16));
+        assert_eq!(u32::from_le_bytes(c.try_into().unwrap()), want.to_bits());
+    }
+    no_temp_files(d.tmp.path());
+}
+
+#[test]
+fn eval_matches_the_oracle_bitwise() {
+    check_eval_f32_and_f16(&sample_table());
+    check_eval_f32_and_f16(&uniform_table());
+    // Exp2 and constant-Inf tails.
+    let t = uniform_table()
+        .with_tails(
+            Tail::Exp2 {
+                negative: false,
+                anchor: -8.0,
+                coeffs: vec![0.01, 1.5, -3.0],
+            },
+            Tail::Constant {
+                value: f32::INFINITY,
+            },
+        )
+        .unwrap();
+    check_eval_f32_and_f16(&t);
+}
+
+#[test]
+fn eval_of_an_empty_and_a_scalar_array() {
+    let d = Dir::new();
+    let tp = d.table("t.json", &sample_table(), Layout::Aos);
+    let x = d.path("e.npy");
+    write_npy(&x, "<f4", &[0], &[]);
+    let y = d.path("ey.npy");
+    ok(&pwpa(&["eval", p(&tp), "-i", p(&x), "-o", p(&y)]));
+    let (_, shape, data) = read_npy(&y);
+    assert_eq!((shape.as_str(), data.len()), ("(0,)", 0));
+    // 0-d array.
+    let x = d.path("s.npy");
+    write_npy(&x, "<f4", &[], &f32_bytes(&[0.5]));
+    let y = d.path("sy.npy");
+    ok(&pwpa(&["eval", p(&tp), "-i", p(&x), "-o", p(&y)]));
+    let (_, shape, data) = read_npy(&y);
+    assert_eq!(shape, "()");
+    let want: f32 = sample_table().eval(0.5f32);
+    assert_eq!(data, want.to_le_bytes());
+}
+
+// ------------------------------------------------------------------ convert
+
+#[test]
+fn aos_soa_aos_round_trip_is_bit_exact() {
+    for t in [sample_table(), uniform_table()] {
+        let d = Dir::new();
+        let a = d.table("a.json", &t, Layout::Aos);
+        let s = d.path("s.json");
+        let a2 = d.path("a2.json");
+        ok(&pwpa(&["convert", p(&a), "--to", "soa", "-o", p(&s)]));
+        let (ts, layout) = pwpa::format::from_json(&std::fs::read_to_string(&s).unwrap()).unwrap();
+        assert_eq!(layout, Layout::Soa);
+        assert_eq!(ts, t);
+        let soa = pwpa::aos_to_soa(t.coeffs(), t.partitions(), t.degree()).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&s).unwrap()).unwrap();
+        let file_c: Vec<u32> = v["coefficients"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c.as_f64().unwrap() as f32).to_bits())
+            .collect();
+        assert_eq!(file_c, soa.iter().map(|c| c.to_bits()).collect::<Vec<_>>());
+        ok(&pwpa(&["convert", p(&s), "--to", "aos", "-o", p(&a2)]));
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&a2).unwrap());
+        // info reads the layout.
+        let o = pwpa(&["info", p(&s), "--no-report", "--json"]);
+        ok(&o);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["summary"]["layout"], "soa");
+        assert_eq!(v["summary"]["partitions"], t.partitions());
+    }
+}
+
+fn seed_values(p: usize, d: usize, seed: u32) -> (Vec<f32>, Vec<f32>) {
+    let mut s = seed.wrapping_mul(2654435761).max(1);
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 17;
+        s ^= s << 5;
+        s
+    };
+    // Arbitrary bit patterns of finite f32 (exercises exact float printing).
+    let coeffs = (0..p * (d + 1))
+        .map(|_| loop {
+            let v = f32::from_bits(next());
+            if v.is_finite() && v.abs() < 1e30 {
+                break v;
+            }
+        })
+        .collect();
+    let mut pts: Vec<f32> = (0..=p)
+        .map(|i| i as f32 - p as f32 / 2.0 + (next() % 1000) as f32 * 1e-4)
+        .collect();
+    pts.sort_by(f32::total_cmp);
+    (coeffs, pts)
+}
+
+#[test]
+fn seed_round_trips_are_bit_exact() {
+    let d = Dir::new();
+    for (k, (np, deg)) in [(1, 0), (5, 3), (33, 7)].into_iter().enumerate() {
+        let (coeffs, pts) = seed_values(np, deg, k as u32 + 1);
+        let rows: Vec<&[f32]> = coeffs.chunks(deg + 1).collect();
+        let seed = d.write(
+            &format!("seed{k}.json"),
+            &serde_json::json!({"coeffs": rows, "partition_points": pts}).to_string(),
+        );
+        let table = d.path(&format!("t{k}.json"));
+        ok(&pwpa(&[
+            "convert",
+            p(&seed),
+            "--to",
+            "aos",
+            "-o",
+            p(&table),
+        ]));
+        let t = pwpa::format::load(&table).unwrap();
+        assert_eq!(t.coeffs(), &coeffs[..]);
+        assert_eq!(t.degree(), deg);
+        // Inside the range the table is the seed's global-x Horner, bit for bit.
+        for i in 0..np {
+            let x = pts[i] + (pts[i + 1] - pts[i]) * 0.37;
+            let want = pwpa::table::horner(&coeffs[i * (deg + 1)..(i + 1) * (deg + 1)], x);
+            assert_eq!(t.eval_f32(x).to_bits(), want.to_bits());
+        }
+        let back = d.path(&format!("back{k}.json"));
+        let o = pwpa(&["convert", p(&table), "--to", "seed", "-o", p(&back)]);
+        ok(&o);
+        assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&back).unwrap()).unwrap();
+        let c2: Vec<u32> = v["coeffs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r.as_array().unwrap().iter())
+            .map(|c| (c.as_f64().unwrap() as f32).to_bits())
+            .collect();
+        let p2: Vec<u32> = v["partition_points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c.as_f64().unwrap() as f32).to_bits())
+            .collect();
+        assert_eq!(c2, coeffs.iter().map(|c| c.to_bits()).collect::<Vec<_>>());
+        assert_eq!(p2, pts.iter().map(|c| c.to_bits()).collect::<Vec<_>>());
+        // And through the two-.npy form.
+        let cn = d.path(&format!("c{k}.npy"));
+        let pn = d.path(&format!("p{k}.npy"));
+        ok(&pwpa(&[
+            "convert",
+            p(&table),
+            "--to",
+            "seed",
+            "-o",
+            p(&cn),
+            "--points-out",
+            p(&pn),
+        ]));
+        let (descr, shape, data) = read_npy(&cn);
+        assert_eq!(descr, "<f4");
+        assert_eq!(shape, format!("({np}, {})", deg + 1));
+        assert_eq!(data, f32_bytes(&coeffs));
+        let (_, shape, data) = read_npy(&pn);
+        assert_eq!(shape, format!("({},)", np + 1));
+        assert_eq!(data, f32_bytes(&pts));
+        let t2 = d.path(&format!("t2_{k}.json"));
+        ok(&pwpa(&[
+            "convert",
+            p(&cn),
+            "--points",
+            p(&pn),
+            "--to",
+            "aos",
+            "-o",
+            p(&t2),
+        ]));
+        assert_eq!(std::fs::read(&table).unwrap(), std::fs::read(&t2).unwrap());
+    }
+}
+
+#[test]
+fn seed_import_fixes_the_last_point_defect_and_takes_tails() {
+    let d = Dir::new();
+    let seed = d.write(
+        "s.json",
+        r#"{"coeffs": [[1.0, 0.0], [2.0, 10.0]], "partition_points": [-1.0, 0.0, 1.0]}"#,
+    );
+    let t = d.path("t.json");
+    ok(&pwpa(&[
+        "convert",
+        p(&seed),
+        "--to",
+        "aos",
+        "--left-tail",
+        "const:-5",
+        "--right-tail",
+        "linear:0,7",
+        "-o",
+        p(&t),
+    ]));
+    let tab = pwpa::format::load(&t).unwrap();
+    // At the last point the last piece is used (2x + 10 = 12), never piece 0 (x = 1).
+    assert_eq!(tab.eval_f32(1.0), 12.0);
+    assert_eq!(tab.eval_f32(-1.0), -1.0);
+    assert_eq!(tab.eval_f32(5.0), 7.0);
+    assert_eq!(tab.eval_f32(-5.0), -5.0);
+    // Flat coefficients with the degree inferred from the points.
+    let seed = d.write(
+        "flat.json",
+        r#"{"coeffs": [1.0, 0.0, 2.0, 10.0], "partition_points": [-1.0, 0.0, 1.0]}"#,
+    );
+    let t2 = d.path("t2.json");
+    ok(&pwpa(&[
+        "convert",
+        p(&seed),
+        "--to",
+        "aos",
+        "-o",
+        p(&t2),
+        "--left-tail",
+        "const:-5",
+        "--right-tail",
+        "linear:0,7",
+    ]));
+    assert_eq!(std::fs::read(&t).unwrap(), std::fs::read(&t2).unwrap());
+}
+
+#[test]
+fn bad_seed_files() {
+    let d = Dir::new();
+    let out = d.path("o.json");
+    let cases: &[(&str, &[&str])] = &[
+        (
+            r#"{"coeffs": [[1.0], [2.0]], "partition_points": [1.0, 0.0, 2.0]}"#,
+            &["strictly increasing"],
+        ),
+        (
+            r#"{"coeffs": [[1.0], [2.0]], "partition_points": [0.0, 1.0, 1.0]}"#,
+            &["strictly increasing"],
+        ),
+        (
+            r#"{"coeffs": [], "partition_points": [0.0]}"#,
+            &["at least one partition"],
+        ),
+        (
+            r#"{"coeffs": [[1.0, 2.0], [2.0]], "partition_points": [0.0, 1.0, 2.0]}"#,
+            &["coeffs[1]"],
+        ),
+        (
+            r#"{"coeffs": [[1.0, 2.0]], "partition_points": [0.0, 1.0, 2.0]}"#,
+            &["expected 4 coefficients"],
+        ),
+        (
+            r#"{"coeffs": [1.0, 2.0, 3.0], "partition_points": [0.0, 1.0, 2.0]}"#,
+            &["do not divide"],
+        ),
+        (
+            r#"{"coeffs": [["NaN"]], "partition_points": [0.0, 1.0]}"#,
+            &["coeffs[0][0]", "number"],
+        ),
+        (
+            r#"{"coeffs": [[1e39]], "partition_points": [0.0, 1.0]}"#,
+            &["not finite"],
+        ),
+        (
+            r#"{"coeffs": [[1.0]], "partition_points": [0.0, 1e39]}"#,
+            &["not finite"],
+        ),
+        (r#"{"coeffs": [[1.0]]}"#, &["partition_points"]),
+        (
+            r#"{"coeffs": [[1.0]], "partition_points": [0.0, 1.0], "extra": 1}"#,
+            &["unknown field 'extra'"],
+        ),
+        (
+            r#"{"coeffs": [[1.0]], "partition_points": [0.0, 1.0"#,
+            &["malformed"],
+        ),
+    ];
+    for (i, (text, needles)) in cases.iter().enumerate() {
+        let s = d.write(&format!("s{i}.json"), text);
+        fails(
+            &pwpa(&[
+                "convert",
+                p(&s),
+                "--from",
+                "seed",
+                "--to",
+                "aos",
+                "-o",
+                p(&out),
+            ]),
+            needles,
+            &[&out],
+        );
+    }
+    // npy seed pair with the wrong number of points, and of the wrong dtype.
+    let c = d.path("c.npy");
+    let pts = d.path("p.npy");
+    write_npy(&c, "<f4", &[2, 2], &f32_bytes(&[1.0, 2.0, 3.0, 4.0]));
+    write_npy(&pts, "<f4", &[2], &f32_bytes(&[0.0, 1.0]));
+    fails(
+        &pwpa(&[
+            "convert",
+            p(&c),
+            "--points",
+            p(&pts),
+            "--to",
+            "aos",
+            "-o",
+            p(&out),
+        ]),
+        &["2 rows", "expected 3"],
+        &[&out],
+    );
+    write_npy(&pts, "<f8", &[3], &[0u8; 24]);
+    fails(
+        &pwpa(&[
+            "convert",
+            p(&c),
+            "--points",
+            p(&pts),
+            "--to",
+            "aos",
+            "-o",
+            p(&out),
+        ]),
+        &["float32"],
+        &[&out],
+    );
+    fails(
+        &pwpa(&["convert", p(&c), "--to", "aos", "-o", p(&out)]),
+        &["--points"],
+        &[&out],
+    );
+    no_temp_files(d.tmp.path());
+}
+
+#[test]
+fn inexact_seed_export_warns() {
+    let d = Dir::new();
+    let t = d.table("u.json", &uniform_table(), Layout::Aos);
+    let s = d.path("s.json");
+    let o = pwpa(&["convert", p(&t), "--to", "seed", "-o", p(&s)]);
+    ok(&o);
+    let e = stderr(&o);
+    assert!(
+        e.contains("warning: the seed export is not bit-exact"),
+        "{e}"
+    );
+    assert!(e.contains("tail"), "{e}");
+    // The export is still a close approximation of the table inside the range.
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&s).unwrap()).unwrap();
+    let pts: Vec<f32> = v["partition_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect();
+    assert_eq!(pts.len(), 17);
+    assert_eq!((pts[0], pts[16]), (-8.0, 8.0));
+}
+
+#[test]
+fn plot_and_bench_placeholders_fail_cleanly() {
+    let d = Dir::new();
+    let t = d.table("t.json", &sample_table(), Layout::Aos);
+    let png = d.path("p.png");
+    let o = pwpa(&["plot", p(&t), "-o", p(&png)]);
+    if !o.status.success() {
+        fails(&o, &["plot"], &[&png]);
+    }
+    fails(
+        &pwpa(&["plot", p(&t), "-o", p(&d.path("p.gif"))]),
+        &[".svg or .png"],
+        &[],
+    );
+    let o = pwpa(&["bench", p(&t), "-n", "4096", "--repeats", "3", "--json"]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["n"], 4096);
+    assert!(v["eval_gelem_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bad_sample_files() {
+    let d = Dir::new();
+    let out = d.path("t.json");
+    let csv = d.write("s.csv", "x,y\n0,1\n1,2\n2,oops\n");
+    fails(
+        &pwpa(&["fit", "--samples", p(&csv), "-o", p(&out)]),
+        &["line 4", "2,oops"],
+        &[&out],
+    );
+    let csv = d.write("n.csv", "# nothing\n\n");
+    fails(
+        &pwpa(&["fit", "--samples", p(&csv), "-o", p(&out)]),
+        &["no samples"],
+        &[&out],
+    );
+    let csv = d.write("inf.csv", "0,1\n1,inf\n");
+    fails(
+        &pwpa(&["fit", "--samples", p(&csv), "-o", p(&out)]),
+        &["line 2", "finite"],
+        &[&out],
+    );
+    let npy = d.path("s.npy");
+    write_npy(&npy, "<f4", &[3], &f32_bytes(&[0.0, 1.0, 2.0]));
+    fails(
+        &pwpa(&["fit", "--samples", p(&npy), "-o", p(&out)]),
+        &["(N, 2)"],
+        &[&out],
+    );
+    fails(
+        &pwpa(&["fit", "--samples", p(&d.path("missing.csv")), "-o", p(&out)]),
+        &["missing.csv"],
+        &[&out],
+    );
+    // A function and --samples together is a usage error.
+    fails(
+        &pwpa(&["fit", "gelu", "--samples", p(&npy), "-o", p(&out)]),
+        &["--samples"],
+        &[&out],
+    );
+    no_temp_files(d.tmp.path());
+}
