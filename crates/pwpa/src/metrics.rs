@@ -3,7 +3,8 @@
 //! # Measures
 //! For an input x (f32, or a 16-bit type widened exactly), the table's result `got`
 //! rounded into the output type U, and the reference `r = f(x)` in f64:
-//! - absolute error `|got − r|`;
+//! - absolute error `|got − r|` (0 where `got` is the infinity that r correctly
+//!   rounds to in U: r overflows the output type);
 //! - relative error `|got − r| / |r|`, counted only where `|r| ≥ REL_FLOOR`
 //!   (f32's smallest normal number, 2^-126): below it relative error says nothing
 //!   that the ULP error does not;
@@ -140,7 +141,13 @@ impl SweepStats {
                 self.trim();
             }
         }
-        let abs = abs_error(got, r);
+        // An infinite result that is the correct rounding of r (r overflows the
+        // output type) is no error of the table: 0, as for the ULP error.
+        let abs = if got.is_infinite() && ulp == 0.0 {
+            0.0
+        } else {
+            abs_error(got, r)
+        };
         upd(&mut self.max_abs, &mut self.max_abs_at, abs, x);
         if r.is_finite() && r.abs() >= REL_FLOOR {
             upd(&mut self.max_rel, &mut self.max_rel_at, abs / r.abs(), x);
@@ -478,7 +485,7 @@ fn e(v: f64) -> String {
 }
 
 fn ulps(v: f64) -> String {
-    if v.is_finite() {
+    if v.is_finite() && v < 1e6 {
         format!("{v:.2}")
     } else {
         e(v)

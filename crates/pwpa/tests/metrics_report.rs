@@ -155,10 +155,11 @@ fn chord_of_a_parabola_has_the_known_errors() {
     assert_eq!(l.max_ulp, f64::INFINITY);
     assert_eq!(l.max_abs_at, f64::NEG_INFINITY);
     assert_eq!(r.left_tail.policy, "constant");
-    // Right tail 2x − 1 (the tangent at 1): error (x−1)², infinite in abs at f32::MAX
-    // where x² overflows; in ULPs the overflow to +Inf is the correct rounding, so
-    // the ULP maximum is finite and attained before overflow.
+    // Right tail 2x − 1 (the tangent at 1): error (x−1)²; where 2x − 1 overflows to
+    // +Inf so does x² (its correct rounding is +Inf): no error there, so both maxima
+    // are finite and attained before overflow.
     let rt = &r.right_tail.stats;
+    assert!(rt.max_abs.is_finite() && rt.max_abs > 1e30, "{rt:?}");
     assert!(rt.max_ulp.is_finite() && rt.max_ulp > 1e6, "{rt:?}");
     let pts = tail_points(1.0, true);
     let mut want = (0.0f64, f64::NAN);
