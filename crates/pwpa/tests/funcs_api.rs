@@ -204,6 +204,18 @@ fn expressions_parse_and_evaluate() {
         ("gelu(x) - x*0.5*erfc(-x/sqrt(2))", 1.3, 0.0),
         ("max(x, 0)", -3.0, 0.0),
         ("3", 7.0, 3.0),
+        // Conventional precedence: ^ above unary minus, right-associative.
+        ("-x^2", 3.0, -9.0),
+        ("exp(-x^2/2)", 2.0, (-2.0f64).exp()),
+        ("2^3^2", 0.0, 512.0),
+        ("2^-x^2", 2.0, 1.0 / 16.0),
+        ("x - -x^2", 3.0, 12.0),
+        ("-x*2", 3.0, -6.0),
+        ("(-x)^2", 3.0, 9.0),
+        ("sin(x)^2 + cos(x)^2", 0.7, 1.0),
+        // Scientific notation.
+        ("1e-3*x", 3.0, 3e-3),
+        ("2.5E+2 + x", 1.0, 251.0),
     ];
     for &(expr, x, want) in cases {
         let t = Target::parse(expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
@@ -226,7 +238,11 @@ fn bad_expressions_are_clear_errors() {
         ("gleu(x)", ""),
         ("x + z*t", "'t'"),
         ("", "empty"),
-        ("(x", ""),
+        ("(x", "missing ')'"),
+        ("x)", "unmatched ')'"),
+        ("x**2", "use ^ for powers"),
+        ("1e999*x", "overflows"),
+        ("x+", ""),
     ] {
         match Target::parse(expr) {
             Err(Error::Expression { expr: e, reason }) => {

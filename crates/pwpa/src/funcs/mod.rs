@@ -27,7 +27,7 @@ mod expr;
 pub mod refs;
 mod samples;
 
-pub use expr::{Expression, PwpaOps};
+pub use expr::{normalize, Expression, PwpaOps};
 pub use samples::Samples;
 
 use std::path::Path;
