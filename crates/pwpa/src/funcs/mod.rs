@@ -10,8 +10,9 @@
 //! bf16 and f16 (and within one f32 ulp) at and beyond the range edge. On a side where
 //! the function decays exponentially to 0 (flagged by [`Function::left_decay`] /
 //! [`Function::right_decay`]) the default tail is `Constant 0`, which is exact in
-//! absolute terms only: the true value there is a tiny non-zero number, thousands of
-//! bf16 ULPs away from 0 — the fitter replaces such tails by [`Tail::Exp2`]. For exp
+//! absolute terms only: the true value there is a tiny non-zero number, so 0 is off
+//! by 2^7–2^8 bf16 ULPs (|r|/ulp(r); thousands of representable values) — the fitter
+//! replaces such tails by [`Tail::Exp2`]. For exp
 //! and exp2 the range ends where the f32 result underflows to 0 / overflows to +Inf,
 //! so their constant tails are correctly rounded in f32.
 //!
