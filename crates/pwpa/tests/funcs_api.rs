@@ -411,3 +411,105 @@ fn samples_from_csv() {
         Err(Error::Io { .. })
     ));
 }
+
+/// An npy v1 file (header padded to 64 bytes) with the given header fields and data.
+fn npy(descr: &str, fortran: bool, shape: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = format!(
+        "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}",
+        if fortran { "True" } else { "False" }
+    );
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend((h.len() as u16).to_le_bytes());
+    b.extend(h.as_bytes());
+    b.extend(data);
+    b
+}
+
+#[test]
+fn samples_from_npy() {
+    let dir = tempfile::tempdir().unwrap();
+    let pts = [(0.0f64, 1.0f64), (1.0, 3.0), (2.0, 2.0)];
+    // (N, 2) f64, C order.
+    let c: Vec<u8> = pts
+        .iter()
+        .flat_map(|&(x, y)| [x.to_le_bytes(), y.to_le_bytes()])
+        .flatten()
+        .collect();
+    let p = dir.path().join("a.npy");
+    std::fs::write(&p, npy("<f8", false, "(3, 2)", &c)).unwrap();
+    let t = Target::samples_from_file(&p).unwrap();
+    assert_eq!(t.name(), "a.npy");
+    assert_eq!(t.default_range(), (0.0, 2.0));
+    assert_eq!(t.eval(1.0), 3.0);
+    // (2, N) f32: an x row and a y row.
+    let r: Vec<u8> = pts
+        .iter()
+        .map(|p| p.0 as f32)
+        .chain(pts.iter().map(|p| p.1 as f32))
+        .flat_map(f32::to_le_bytes)
+        .collect();
+    std::fs::write(&p, npy("<f4", false, "(2, 3)", &r)).unwrap();
+    let t = Target::samples_from_npy(&p).unwrap();
+    assert_eq!((t.eval(0.0), t.eval(2.0)), (1.0, 2.0));
+    // (3, 2) in Fortran order holds the same bytes as the (2, 3) C array.
+    std::fs::write(&p, npy("<f4", true, "(3, 2)", &r)).unwrap();
+    assert_eq!(Target::samples_from_npy(&p).unwrap().eval(1.0), 3.0);
+    // Errors.
+    let err = |bytes: Vec<u8>| {
+        std::fs::write(&p, bytes).unwrap();
+        match Target::samples_from_npy(&p) {
+            Err(Error::Samples(m)) => m,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(err(npy("<i4", false, "(3, 2)", &[0; 24])).contains("'<i4' is not supported"));
+    assert!(err(npy("<f8", false, "(6,)", &c)).contains("shape"));
+    assert!(err(npy("<f8", false, "(3, 3)", &c)).contains("data bytes"));
+    assert!(err(npy("<f8", false, "(3, 2)", &c[..40])).contains("data bytes"));
+    assert!(err(b"not an npy".to_vec()).contains("bad magic"));
+    assert!(err(npy(
+        "<f8",
+        false,
+        "(4, 2)",
+        &[c.clone(), c[..16].to_vec()].concat()
+    ))
+    .contains("strictly increasing"));
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// No input string makes the expression parser or evaluator panic.
+        #[test]
+        fn expression_parser_never_panics(s in "[x0-9.+*/^()eE, -]{0,24}|[a-z_x0-9.+*/^(), -]{0,24}") {
+            if let Ok(t) = Target::parse(&s) {
+                let _ = t.eval(0.75);
+                let _ = t.eval(-3.0);
+            }
+        }
+
+        /// No byte string makes the npy reader panic.
+        #[test]
+        fn npy_reader_never_panics(tail in proptest::collection::vec(any::<u8>(), 0..200), hdr in "[ -~]{0,80}") {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("f.npy");
+            let mut b = b"\x93NUMPY\x01\x00".to_vec();
+            b.extend((hdr.len() as u16).to_le_bytes());
+            b.extend(hdr.as_bytes());
+            b.extend(&tail);
+            std::fs::write(&p, &b).unwrap();
+            let _ = Target::samples_from_npy(&p);
+            let b2 = npy("<f4", false, "(2, 2)", &tail);
+            std::fs::write(&p, &b2).unwrap();
+            let _ = Target::samples_from_npy(&p);
+        }
+    }
+}

@@ -401,6 +401,22 @@ impl Target {
         }
     }
 
+    /// Samples from a `.npy` file: an (N, 2) array of (x, y) rows or a (2, N) array,
+    /// little-endian float32 or float64.
+    pub fn samples_from_npy(path: impl AsRef<Path>) -> Result<Target> {
+        Samples::from_npy(path.as_ref()).map(|s| Target::Samples(Box::new(s)))
+    }
+
+    /// Samples from a file: `.npy` by its extension, anything else as CSV.
+    pub fn samples_from_file(path: impl AsRef<Path>) -> Result<Target> {
+        let p = path.as_ref();
+        if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy")) {
+            Target::samples_from_npy(p)
+        } else {
+            Target::samples_from_csv(p)
+        }
+    }
+
     /// The catalogue entry, if this is a catalogue function.
     pub fn function(&self) -> Option<&'static Function> {
         match self {
