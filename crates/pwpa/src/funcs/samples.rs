@@ -269,8 +269,11 @@ fn pchip_slopes(xs: &[f64], ys: &[f64]) -> Vec<f64> {
     d
 }
 
-/// Splits an npy file into (descr, fortran_order, shape, data).
-fn parse_npy(b: &[u8]) -> std::result::Result<(String, bool, Vec<usize>, &[u8]), String> {
+/// An npy file split into (descr, fortran_order, shape, data).
+type NpyParts<'a> = (String, bool, Vec<usize>, &'a [u8]);
+
+/// Splits an npy file into its header fields and data.
+fn parse_npy(b: &[u8]) -> std::result::Result<NpyParts<'_>, String> {
     if b.len() < 10 || &b[..6] != b"\x93NUMPY" {
         return Err("not an npy file (bad magic)".into());
     }
