@@ -341,3 +341,30 @@ fn gelu_default_tails_in_bf16() {
         in_r + wrong_left
     );
 }
+
+#[test]
+fn cached_exhaustive_reference_agrees_with_exhaustive() {
+    use pwpa::metrics::{exhaustive_both, ExhaustiveReference};
+    let f = Target::parse("x*x").unwrap();
+    let cache = ExhaustiveReference::<f16>::new(&f);
+    assert_eq!(cache.inputs().len(), 65536 - 2 * 1024);
+    for (x, (&r, cr)) in cache
+        .inputs()
+        .iter()
+        .zip(cache.references().iter().zip(cache.rounded()))
+    {
+        let v = x.to_f32() as f64;
+        assert_eq!(r, v * v);
+        assert_eq!(cr.to_bits(), <f16 as Element>::from_f64(v * v).to_bits());
+    }
+    for t in [chord_table(), line_table()] {
+        let (a, b) = cache.stats_both(&t);
+        let (c, d) = exhaustive_both::<f16>(&t, &f);
+        assert_eq!(format!("{a:?}{b:?}"), format!("{c:?}{d:?}"));
+        let e = cache.stats(&t, Some((0.0, 1.0)));
+        assert_eq!(
+            format!("{e:?}"),
+            format!("{:?}", exhaustive::<f16>(&t, &f, Some((0.0, 1.0))))
+        );
+    }
+}
