@@ -513,3 +513,30 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn decay_detection_for_expressions() {
+    for (expr, want) in [
+        ("x*sigmoid(1.702*x)", (true, false)),
+        ("exp(x)", (true, false)),
+        ("exp(-x^2)", (true, true)),
+        ("-exp(-x)", (false, true)),
+        ("1/(1+x^2)", (false, false)),
+        ("tanh(x)", (false, false)),
+        ("x", (false, false)),
+        ("sin(x)*exp(x)", (false, false)), // changes sign
+    ] {
+        let t = Target::parse(expr).unwrap();
+        assert_eq!(t.decays(), want, "{expr}");
+    }
+    // The detector agrees with the catalogue's flags on the catalogue's ranges.
+    for f in catalogue() {
+        let t = Target::Catalogue(f);
+        assert_eq!(
+            t.detect_decay(f.range.0, f.range.1),
+            (f.left_decay, f.right_decay),
+            "{}",
+            f.name
+        );
+    }
+}

@@ -455,12 +455,42 @@ impl Target {
         }
     }
 
-    /// Whether f decays exponentially to 0 toward (left, right); false if unknown.
+    /// Whether f decays exponentially to 0 toward (left, right): the catalogue's
+    /// flags; for an expression, [`Target::detect_decay`] beyond its default range;
+    /// never for samples (constant beyond the data).
     pub fn decays(&self) -> (bool, bool) {
         match self {
             Target::Catalogue(f) => (f.left_decay, f.right_decay),
-            _ => (false, false),
+            Target::Expression(_) => {
+                let (lo, hi) = self.default_range();
+                self.detect_decay(lo, hi)
+            }
+            Target::Samples(_) => (false, false),
         }
+    }
+
+    /// A numerical test for exponential decay to 0 beyond `lo` (toward −∞) and `hi`
+    /// (toward +∞): |f| at the edge, 4 and 8 beyond it is non-zero, finite, of one
+    /// sign, shrinks by at least e² per 4 units, and does not shrink more slowly in
+    /// the second step (exponential or faster; 1/x-like decay does not qualify).
+    pub fn detect_decay(&self, lo: f64, hi: f64) -> (bool, bool) {
+        let side = |edge: f64, dir: f64| {
+            let v = [
+                self.eval(edge),
+                self.eval(edge + 4.0 * dir),
+                self.eval(edge + 8.0 * dir),
+            ];
+            if v.iter().any(|y| !y.is_finite() || *y == 0.0)
+                || !(v.iter().all(|y| *y > 0.0) || v.iter().all(|y| *y < 0.0))
+            {
+                return false;
+            }
+            let (a, b, c) = (v[0].abs(), v[1].abs(), v[2].abs());
+            let r1 = (a / b).ln();
+            let r2 = (b / c).ln();
+            r1 >= 2.0 && r2 >= 0.9 * r1
+        };
+        (side(lo, -1.0), side(hi, 1.0))
     }
 
     /// Checks that f is finite on [lo, hi]: at lo, hi and [`FINITE_CHECK_POINTS`]
