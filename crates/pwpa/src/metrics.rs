@@ -533,17 +533,26 @@ fn ulps(v: f64) -> String {
     }
 }
 
+/// " at x = …", or nothing where no maximum was found.
+fn at(x: f64) -> String {
+    if x.is_nan() {
+        String::new()
+    } else {
+        format!(" at x = {x:e}")
+    }
+}
+
 fn fmt_sweep(f: &mut std::fmt::Formatter<'_>, s: &SweepStats, dtype: DType) -> std::fmt::Result {
     writeln!(
         f,
-        "    max abs {} at x = {:e}; max rel {} at x = {:e}; max {} {} ulp at x = {:e}",
+        "    max abs {}{}; max rel {}{}; max {} {} ulp{}",
         e(s.max_abs),
-        s.max_abs_at,
+        at(s.max_abs_at),
         e(s.max_rel),
-        s.max_rel_at,
+        at(s.max_rel_at),
         ulps(s.max_ulp),
         dtype,
-        s.max_ulp_at
+        at(s.max_ulp_at)
     )?;
     if s.undefined > 0 {
         writeln!(
