@@ -3,7 +3,8 @@
 //! # Measures
 //! For an input x (f32, or a 16-bit type widened exactly), the table's result `got`
 //! rounded into the output type U, and the reference `r = f(x)` in f64:
-//! - absolute error `|got − r|`;
+//! - absolute error `|got − r|` (0 where `got` is the infinity that r correctly
+//!   rounds to in U: r overflows the output type);
 //! - relative error `|got − r| / |r|`, counted only where `|r| ≥ REL_FLOOR`
 //!   (f32's smallest normal number, 2^-126): below it relative error says nothing
 //!   that the ULP error does not;
@@ -140,7 +141,13 @@ impl SweepStats {
                 self.trim();
             }
         }
-        let abs = abs_error(got, r);
+        // An infinite result that is the correct rounding of r (r overflows the
+        // output type) is no error of the table: 0, as for the ULP error.
+        let abs = if got.is_infinite() && ulp == 0.0 {
+            0.0
+        } else {
+            abs_error(got, r)
+        };
         upd(&mut self.max_abs, &mut self.max_abs_at, abs, x);
         if r.is_finite() && r.abs() >= REL_FLOOR {
             upd(&mut self.max_rel, &mut self.max_rel_at, abs / r.abs(), x);
@@ -327,24 +334,6 @@ impl Element16 for bf16 {
     }
 }
 
-/// Every finite input of U, evaluated by the table (U in, U out), with references.
-fn exhaustive_data<U: Element16>(table: &Table, target: &Target) -> (Vec<U>, Vec<U>, Vec<f64>) {
-    let xs: Vec<U> = (0..=u16::MAX)
-        .map(U::from_bits16)
-        .filter(|x| x.to_f32().is_finite())
-        .collect();
-    let mut out = xs.clone();
-    Evaluator::new(table)
-        .eval(&xs, &mut out)
-        .expect("same lengths");
-    let refs: Vec<f64> = xs
-        .par_iter()
-        .with_min_len(1024)
-        .map(|x| target.eval(x.to_f32() as f64))
-        .collect();
-    (xs, out, refs)
-}
-
 fn exhaustive_stats<U: Element16>(
     xs: &[U],
     out: &[U],
@@ -367,6 +356,74 @@ fn exhaustive_stats<U: Element16>(
     s
 }
 
+/// Every finite input of U with its reference values, computed once: a fitter that
+/// checks many candidate tables against one target reuses it
+/// ([`ExhaustiveReference::stats`] only evaluates the table).
+#[derive(Clone, Debug)]
+pub struct ExhaustiveReference<U: Element16> {
+    xs: Vec<U>,
+    refs: Vec<f64>,
+    rounded: Vec<U>,
+}
+
+impl<U: Element16> ExhaustiveReference<U> {
+    /// Evaluates `target` at every finite input of U (in parallel).
+    pub fn new(target: &Target) -> Self {
+        let xs: Vec<U> = (0..=u16::MAX)
+            .map(U::from_bits16)
+            .filter(|x| x.to_f32().is_finite())
+            .collect();
+        let refs: Vec<f64> = xs
+            .par_iter()
+            .with_min_len(1024)
+            .map(|x| target.eval(x.to_f32() as f64))
+            .collect();
+        let rounded = refs.iter().map(|&r| U::from_f64(r)).collect();
+        ExhaustiveReference { xs, refs, rounded }
+    }
+
+    /// The finite inputs, in bit-pattern order (+0 … +max, −0 … −max).
+    pub fn inputs(&self) -> &[U] {
+        &self.xs
+    }
+
+    /// f(x) in f64 for each input.
+    pub fn references(&self) -> &[f64] {
+        &self.refs
+    }
+
+    /// The correctly rounded result U::from_f64(f(x)) for each input.
+    pub fn rounded(&self) -> &[U] {
+        &self.rounded
+    }
+
+    fn outputs(&self, table: &Table) -> Vec<U> {
+        let mut out = self.xs.clone();
+        Evaluator::new(table)
+            .eval(&self.xs, &mut out)
+            .expect("same lengths");
+        out
+    }
+
+    /// Statistics of `table` over the inputs in `range` (inclusive; None: all).
+    pub fn stats(&self, table: &Table, range: Option<(f64, f64)>) -> ExhaustiveStats {
+        exhaustive_stats(&self.xs, &self.outputs(table), &self.refs, range)
+    }
+
+    /// Statistics inside the table's range and over all finite inputs.
+    pub fn stats_both(&self, table: &Table) -> (ExhaustiveStats, ExhaustiveStats) {
+        let out = self.outputs(table);
+        let range = (
+            table.breakpoints().lo() as f64,
+            table.breakpoints().hi() as f64,
+        );
+        (
+            exhaustive_stats(&self.xs, &out, &self.refs, Some(range)),
+            exhaustive_stats(&self.xs, &out, &self.refs, None),
+        )
+    }
+}
+
 /// Exhaustive sweep over every finite input of U (inputs of type U, results rounded
 /// to U): the fraction of correctly rounded results and the max ULP error, over
 /// `range` (inclusive; None: every finite input).
@@ -375,8 +432,7 @@ pub fn exhaustive<U: Element16>(
     target: &Target,
     range: Option<(f64, f64)>,
 ) -> ExhaustiveStats {
-    let (xs, out, refs) = exhaustive_data::<U>(table, target);
-    exhaustive_stats(&xs, &out, &refs, range)
+    ExhaustiveReference::<U>::new(target).stats(table, range)
 }
 
 /// [`exhaustive`] inside the table's range and over all finite inputs, in one pass.
@@ -384,15 +440,7 @@ pub fn exhaustive_both<U: Element16>(
     table: &Table,
     target: &Target,
 ) -> (ExhaustiveStats, ExhaustiveStats) {
-    let (xs, out, refs) = exhaustive_data::<U>(table, target);
-    let range = (
-        table.breakpoints().lo() as f64,
-        table.breakpoints().hi() as f64,
-    );
-    (
-        exhaustive_stats(&xs, &out, &refs, Some(range)),
-        exhaustive_stats(&xs, &out, &refs, None),
-    )
+    ExhaustiveReference::<U>::new(target).stats_both(table)
 }
 
 /// The exhaustive part of a report.
@@ -478,24 +526,33 @@ fn e(v: f64) -> String {
 }
 
 fn ulps(v: f64) -> String {
-    if v.is_finite() {
+    if v.is_finite() && v < 1e6 {
         format!("{v:.2}")
     } else {
         e(v)
     }
 }
 
+/// " at x = …", or nothing where no maximum was found.
+fn at(x: f64) -> String {
+    if x.is_nan() {
+        String::new()
+    } else {
+        format!(" at x = {x:e}")
+    }
+}
+
 fn fmt_sweep(f: &mut std::fmt::Formatter<'_>, s: &SweepStats, dtype: DType) -> std::fmt::Result {
     writeln!(
         f,
-        "    max abs {} at x = {:e}; max rel {} at x = {:e}; max {} {} ulp at x = {:e}",
+        "    max abs {}{}; max rel {}{}; max {} {} ulp{}",
         e(s.max_abs),
-        s.max_abs_at,
+        at(s.max_abs_at),
         e(s.max_rel),
-        s.max_rel_at,
+        at(s.max_rel_at),
         ulps(s.max_ulp),
         dtype,
-        s.max_ulp_at
+        at(s.max_ulp_at)
     )?;
     if s.undefined > 0 {
         writeln!(

@@ -204,6 +204,18 @@ fn expressions_parse_and_evaluate() {
         ("gelu(x) - x*0.5*erfc(-x/sqrt(2))", 1.3, 0.0),
         ("max(x, 0)", -3.0, 0.0),
         ("3", 7.0, 3.0),
+        // Conventional precedence: ^ above unary minus, right-associative.
+        ("-x^2", 3.0, -9.0),
+        ("exp(-x^2/2)", 2.0, (-2.0f64).exp()),
+        ("2^3^2", 0.0, 512.0),
+        ("2^-x^2", 2.0, 1.0 / 16.0),
+        ("x - -x^2", 3.0, 12.0),
+        ("-x*2", 3.0, -6.0),
+        ("(-x)^2", 3.0, 9.0),
+        ("sin(x)^2 + cos(x)^2", 0.7, 1.0),
+        // Scientific notation.
+        ("1e-3*x", 3.0, 3e-3),
+        ("2.5E+2 + x", 1.0, 251.0),
     ];
     for &(expr, x, want) in cases {
         let t = Target::parse(expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
@@ -226,7 +238,11 @@ fn bad_expressions_are_clear_errors() {
         ("gleu(x)", ""),
         ("x + z*t", "'t'"),
         ("", "empty"),
-        ("(x", ""),
+        ("(x", "missing ')'"),
+        ("x)", "unmatched ')'"),
+        ("x**2", "use ^ for powers"),
+        ("1e999*x", "overflows"),
+        ("x+", ""),
     ] {
         match Target::parse(expr) {
             Err(Error::Expression { expr: e, reason }) => {
@@ -394,4 +410,133 @@ fn samples_from_csv() {
         Target::samples_from_csv(dir.path().join("missing.csv")),
         Err(Error::Io { .. })
     ));
+}
+
+/// An npy v1 file (header padded to 64 bytes) with the given header fields and data.
+fn npy(descr: &str, fortran: bool, shape: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = format!(
+        "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}",
+        if fortran { "True" } else { "False" }
+    );
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend((h.len() as u16).to_le_bytes());
+    b.extend(h.as_bytes());
+    b.extend(data);
+    b
+}
+
+#[test]
+fn samples_from_npy() {
+    let dir = tempfile::tempdir().unwrap();
+    let pts = [(0.0f64, 1.0f64), (1.0, 3.0), (2.0, 2.0)];
+    // (N, 2) f64, C order.
+    let c: Vec<u8> = pts
+        .iter()
+        .flat_map(|&(x, y)| [x.to_le_bytes(), y.to_le_bytes()])
+        .flatten()
+        .collect();
+    let p = dir.path().join("a.npy");
+    std::fs::write(&p, npy("<f8", false, "(3, 2)", &c)).unwrap();
+    let t = Target::samples_from_file(&p).unwrap();
+    assert_eq!(t.name(), "a.npy");
+    assert_eq!(t.default_range(), (0.0, 2.0));
+    assert_eq!(t.eval(1.0), 3.0);
+    // (2, N) f32: an x row and a y row.
+    let r: Vec<u8> = pts
+        .iter()
+        .map(|p| p.0 as f32)
+        .chain(pts.iter().map(|p| p.1 as f32))
+        .flat_map(f32::to_le_bytes)
+        .collect();
+    std::fs::write(&p, npy("<f4", false, "(2, 3)", &r)).unwrap();
+    let t = Target::samples_from_npy(&p).unwrap();
+    assert_eq!((t.eval(0.0), t.eval(2.0)), (1.0, 2.0));
+    // (3, 2) in Fortran order holds the same bytes as the (2, 3) C array.
+    std::fs::write(&p, npy("<f4", true, "(3, 2)", &r)).unwrap();
+    assert_eq!(Target::samples_from_npy(&p).unwrap().eval(1.0), 3.0);
+    // Errors.
+    let err = |bytes: Vec<u8>| {
+        std::fs::write(&p, bytes).unwrap();
+        match Target::samples_from_npy(&p) {
+            Err(Error::Samples(m)) => m,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(err(npy("<i4", false, "(3, 2)", &[0; 24])).contains("'<i4' is not supported"));
+    assert!(err(npy("<f8", false, "(6,)", &c)).contains("shape"));
+    assert!(err(npy("<f8", false, "(3, 3)", &c)).contains("data bytes"));
+    assert!(err(npy("<f8", false, "(3, 2)", &c[..40])).contains("data bytes"));
+    assert!(err(b"not an npy".to_vec()).contains("bad magic"));
+    assert!(err(npy(
+        "<f8",
+        false,
+        "(4, 2)",
+        &[c.clone(), c[..16].to_vec()].concat()
+    ))
+    .contains("strictly increasing"));
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// No input string makes the expression parser or evaluator panic.
+        #[test]
+        fn expression_parser_never_panics(s in "[x0-9.+*/^()eE, -]{0,24}|[a-z_x0-9.+*/^(), -]{0,24}") {
+            if let Ok(t) = Target::parse(&s) {
+                let _ = t.eval(0.75);
+                let _ = t.eval(-3.0);
+            }
+        }
+
+        /// No byte string makes the npy reader panic.
+        #[test]
+        fn npy_reader_never_panics(tail in proptest::collection::vec(any::<u8>(), 0..200), hdr in "[ -~]{0,80}") {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("f.npy");
+            let mut b = b"\x93NUMPY\x01\x00".to_vec();
+            b.extend((hdr.len() as u16).to_le_bytes());
+            b.extend(hdr.as_bytes());
+            b.extend(&tail);
+            std::fs::write(&p, &b).unwrap();
+            let _ = Target::samples_from_npy(&p);
+            let b2 = npy("<f4", false, "(2, 2)", &tail);
+            std::fs::write(&p, &b2).unwrap();
+            let _ = Target::samples_from_npy(&p);
+        }
+    }
+}
+
+#[test]
+fn decay_detection_for_expressions() {
+    for (expr, want) in [
+        ("x*sigmoid(1.702*x)", (true, false)),
+        ("exp(x)", (true, false)),
+        ("exp(-x^2)", (true, true)),
+        ("-exp(-x)", (false, true)),
+        ("1/(1+x^2)", (false, false)),
+        ("tanh(x)", (false, false)),
+        ("x", (false, false)),
+        ("sin(x)*exp(x)", (false, false)), // changes sign
+    ] {
+        let t = Target::parse(expr).unwrap();
+        assert_eq!(t.decays(), want, "{expr}");
+    }
+    // The detector agrees with the catalogue's flags on the catalogue's ranges.
+    for f in catalogue() {
+        let t = Target::Catalogue(f);
+        assert_eq!(
+            t.detect_decay(f.range.0, f.range.1),
+            (f.left_decay, f.right_decay),
+            "{}",
+            f.name
+        );
+    }
 }

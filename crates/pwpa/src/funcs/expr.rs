@@ -109,6 +109,12 @@ impl MakeOperators<f64> for PwpaOps {
 }
 
 /// A parsed expression in `x` (or a constant expression).
+///
+/// Precedence is the conventional one: `^` binds tighter than unary minus and is
+/// right-associative (`-x^2` = −(x²), `2^3^2` = 2⁹, `exp(-x^2/2)` is a Gaussian), then
+/// `* /`, then `+ -`. Numbers may use scientific notation (`1e-3`). exmex on its own
+/// binds unary minus first and `^` to the left, so the text is first rewritten with
+/// explicit parentheses ([`normalize`]) and then parsed by exmex.
 #[derive(Clone, Debug)]
 pub struct Expression {
     text: String,
@@ -128,7 +134,8 @@ impl Expression {
         if trimmed.is_empty() {
             return Err(err("the expression is empty".into()));
         }
-        let expr = FlatEx::<f64, PwpaOps>::parse(trimmed).map_err(|e| err(e.to_string()))?;
+        let normalized = normalize(trimmed).map_err(err)?;
+        let expr = FlatEx::<f64, PwpaOps>::parse(&normalized).map_err(|e| err(e.to_string()))?;
         let vars = expr.var_names();
         let others: Vec<&str> = vars
             .iter()
@@ -184,3 +191,169 @@ impl Expression {
 const KNOWN_FUNCTIONS: &str = "exp, exp2, expm1, ln, log, log1p, log2, log10, sqrt, rsqrt, \
 cbrt, abs, sin, cos, tan, sinh, cosh, tanh, erf, erfc, sigmoid, softplus, gelu, gelu_tanh, silu, \
 mish, elu, selu, relu, log_sigmoid, hardswish, pow(a, b), min(a, b), max(a, b); constants pi, e";
+
+/// Rewrites an expression into exmex syntax with conventional precedence: powers
+/// become `(base)^(exponent)` (right-associative), a unary minus applies to the
+/// whole power chain after it (`-(…)`), and numbers in scientific notation are
+/// written out in full decimal (which round-trips exactly).
+pub fn normalize(text: &str) -> std::result::Result<String, String> {
+    let mut n = Normalizer {
+        c: text.chars().collect(),
+        i: 0,
+    };
+    let mut out = String::with_capacity(text.len() * 2);
+    n.expr(&mut out)?;
+    if n.i < n.c.len() {
+        return Err(format!("unmatched ')' at position {}", n.i + 1));
+    }
+    Ok(out)
+}
+
+struct Normalizer {
+    c: Vec<char>,
+    i: usize,
+}
+
+impl Normalizer {
+    fn peek(&self) -> Option<char> {
+        self.c.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while self.peek().is_some_and(char::is_whitespace) {
+            self.i += 1;
+        }
+    }
+
+    /// Operands separated by binary operators, up to ')' or the end.
+    fn expr(&mut self, out: &mut String) -> std::result::Result<(), String> {
+        loop {
+            self.ws();
+            match self.peek() {
+                None | Some(')') => return Ok(()),
+                _ => {}
+            }
+            self.operand(out)?;
+            self.ws();
+            match self.peek() {
+                None | Some(')') => return Ok(()),
+                Some(op @ ('+' | '-' | '*' | '/' | ',')) => {
+                    out.push(op);
+                    self.i += 1;
+                }
+                // Juxtaposition (`sin x`): left to exmex.
+                Some(_) => out.push(' '),
+            }
+        }
+    }
+
+    /// Optional unary signs, then a primary and its (right-associative) power chain.
+    fn operand(&mut self, out: &mut String) -> std::result::Result<(), String> {
+        self.ws();
+        if let Some(sign @ ('-' | '+')) = self.peek() {
+            self.i += 1;
+            let mut inner = String::new();
+            self.operand(&mut inner)?;
+            if sign == '-' {
+                out.push_str("-(");
+                out.push_str(&inner);
+                out.push(')');
+            } else {
+                out.push_str(&inner);
+            }
+            return Ok(());
+        }
+        let mut base = String::new();
+        self.primary(&mut base)?;
+        self.ws();
+        if self.peek() == Some('^') {
+            self.i += 1;
+            let mut exponent = String::new();
+            self.operand(&mut exponent)?;
+            out.push('(');
+            out.push_str(&base);
+            out.push_str(")^(");
+            out.push_str(&exponent);
+            out.push(')');
+        } else {
+            out.push_str(&base);
+        }
+        Ok(())
+    }
+
+    fn primary(&mut self, out: &mut String) -> std::result::Result<(), String> {
+        self.ws();
+        let start = self.i;
+        match self.peek() {
+            None => Err("the expression ends where an operand is expected".into()),
+            Some('(') => {
+                self.i += 1;
+                out.push('(');
+                self.expr(out)?;
+                if self.peek() != Some(')') {
+                    return Err(format!("missing ')' for the '(' at position {}", start + 1));
+                }
+                self.i += 1;
+                out.push(')');
+                Ok(())
+            }
+            Some(ch) if ch.is_ascii_digit() || ch == '.' => {
+                while self
+                    .peek()
+                    .is_some_and(|ch| ch.is_ascii_digit() || ch == '.')
+                {
+                    self.i += 1;
+                }
+                if matches!(self.peek(), Some('e' | 'E')) {
+                    let save = self.i;
+                    self.i += 1;
+                    if matches!(self.peek(), Some('+' | '-')) {
+                        self.i += 1;
+                    }
+                    if self.peek().is_some_and(|ch| ch.is_ascii_digit()) {
+                        while self.peek().is_some_and(|ch| ch.is_ascii_digit()) {
+                            self.i += 1;
+                        }
+                    } else {
+                        self.i = save; // `2e` is 2 times e: left to exmex
+                    }
+                }
+                let lit: String = self.c[start..self.i].iter().collect();
+                let v: f64 = lit
+                    .parse()
+                    .map_err(|_| format!("'{lit}' is not a number"))?;
+                if !v.is_finite() {
+                    return Err(format!("the number '{lit}' overflows"));
+                }
+                // Display never uses an exponent and round-trips exactly.
+                out.push_str(&format!("{v}"));
+                Ok(())
+            }
+            Some(ch) if ch.is_alphabetic() || ch == '_' => {
+                while self
+                    .peek()
+                    .is_some_and(|ch| ch.is_alphanumeric() || ch == '_')
+                {
+                    self.i += 1;
+                }
+                out.extend(&self.c[start..self.i]);
+                self.ws();
+                if self.peek() == Some('(') {
+                    self.primary(out)?;
+                }
+                Ok(())
+            }
+            Some(ch) => {
+                let hint = if ch == '*' && start > 0 && self.c[start - 1] == '*' {
+                    " (use ^ for powers)"
+                } else {
+                    ""
+                };
+                Err(format!(
+                    "unexpected '{ch}' at position {} where an operand is expected{hint}",
+                    start + 1
+                ))
+            }
+        }
+    }
+}

@@ -10,8 +10,9 @@
 //! bf16 and f16 (and within one f32 ulp) at and beyond the range edge. On a side where
 //! the function decays exponentially to 0 (flagged by [`Function::left_decay`] /
 //! [`Function::right_decay`]) the default tail is `Constant 0`, which is exact in
-//! absolute terms only: the true value there is a tiny non-zero number, thousands of
-//! bf16 ULPs away from 0 — the fitter replaces such tails by [`Tail::Exp2`]. For exp
+//! absolute terms only: the true value there is a tiny non-zero number, so 0 is off
+//! by 2^7–2^8 bf16 ULPs (|r|/ulp(r); thousands of representable values) — the fitter
+//! replaces such tails by [`Tail::Exp2`]. For exp
 //! and exp2 the range ends where the f32 result underflows to 0 / overflows to +Inf,
 //! so their constant tails are correctly rounded in f32.
 //!
@@ -27,7 +28,7 @@ mod expr;
 pub mod refs;
 mod samples;
 
-pub use expr::{Expression, PwpaOps};
+pub use expr::{normalize, Expression, PwpaOps};
 pub use samples::Samples;
 
 use std::path::Path;
@@ -400,6 +401,22 @@ impl Target {
         }
     }
 
+    /// Samples from a `.npy` file: an (N, 2) array of (x, y) rows or a (2, N) array,
+    /// little-endian float32 or float64.
+    pub fn samples_from_npy(path: impl AsRef<Path>) -> Result<Target> {
+        Samples::from_npy(path.as_ref()).map(|s| Target::Samples(Box::new(s)))
+    }
+
+    /// Samples from a file: `.npy` by its extension, anything else as CSV.
+    pub fn samples_from_file(path: impl AsRef<Path>) -> Result<Target> {
+        let p = path.as_ref();
+        if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy")) {
+            Target::samples_from_npy(p)
+        } else {
+            Target::samples_from_csv(p)
+        }
+    }
+
     /// The catalogue entry, if this is a catalogue function.
     pub fn function(&self) -> Option<&'static Function> {
         match self {
@@ -438,12 +455,42 @@ impl Target {
         }
     }
 
-    /// Whether f decays exponentially to 0 toward (left, right); false if unknown.
+    /// Whether f decays exponentially to 0 toward (left, right): the catalogue's
+    /// flags; for an expression, [`Target::detect_decay`] beyond its default range;
+    /// never for samples (constant beyond the data).
     pub fn decays(&self) -> (bool, bool) {
         match self {
             Target::Catalogue(f) => (f.left_decay, f.right_decay),
-            _ => (false, false),
+            Target::Expression(_) => {
+                let (lo, hi) = self.default_range();
+                self.detect_decay(lo, hi)
+            }
+            Target::Samples(_) => (false, false),
         }
+    }
+
+    /// A numerical test for exponential decay to 0 beyond `lo` (toward −∞) and `hi`
+    /// (toward +∞): |f| at the edge, 4 and 8 beyond it is non-zero, finite, of one
+    /// sign, shrinks by at least e² per 4 units, and does not shrink more slowly in
+    /// the second step (exponential or faster; 1/x-like decay does not qualify).
+    pub fn detect_decay(&self, lo: f64, hi: f64) -> (bool, bool) {
+        let side = |edge: f64, dir: f64| {
+            let v = [
+                self.eval(edge),
+                self.eval(edge + 4.0 * dir),
+                self.eval(edge + 8.0 * dir),
+            ];
+            if v.iter().any(|y| !y.is_finite() || *y == 0.0)
+                || !(v.iter().all(|y| *y > 0.0) || v.iter().all(|y| *y < 0.0))
+            {
+                return false;
+            }
+            let (a, b, c) = (v[0].abs(), v[1].abs(), v[2].abs());
+            let r1 = (a / b).ln();
+            let r2 = (b / c).ln();
+            r1 >= 2.0 && r2 >= 0.9 * r1
+        };
+        (side(lo, -1.0), side(hi, 1.0))
     }
 
     /// Checks that f is finite on [lo, hi]: at lo, hi and [`FINITE_CHECK_POINTS`]

@@ -120,6 +120,77 @@ impl Samples {
         Ok(s)
     }
 
+    /// Reads a `.npy` file holding an (N, 2) array of x, y pairs (or a (2, N) array of
+    /// an x row and a y row), dtype little-endian f32 or f64, C or Fortran order.
+    pub fn from_npy(path: &Path) -> Result<Samples> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io("cannot read", path, e))?;
+        let bad = |m: String| Error::Samples(format!("{}: {m}", path.display()));
+        let (descr, fortran, shape, data) = parse_npy(&bytes).map_err(bad)?;
+        let width = match descr.as_str() {
+            "<f4" => 4,
+            "<f8" => 8,
+            other => {
+                return Err(bad(format!(
+                    "dtype '{other}' is not supported (use little-endian float32 or float64)"
+                )))
+            }
+        };
+        let (rows, cols) = match shape.as_slice() {
+            [r, c] => (*r, *c),
+            other => {
+                return Err(bad(format!(
+                    "shape {other:?} is not supported (expected (N, 2) or (2, N))"
+                )))
+            }
+        };
+        let count = rows
+            .checked_mul(cols)
+            .ok_or_else(|| bad("shape overflows".into()))?;
+        if data.len() != count * width {
+            return Err(bad(format!(
+                "{} data bytes for shape ({rows}, {cols}) of {descr} (expected {})",
+                data.len(),
+                count * width
+            )));
+        }
+        let vals: Vec<f64> = data
+            .chunks_exact(width)
+            .map(|c| {
+                if width == 4 {
+                    f32::from_le_bytes(c.try_into().expect("4 bytes")) as f64
+                } else {
+                    f64::from_le_bytes(c.try_into().expect("8 bytes"))
+                }
+            })
+            .collect();
+        // Element (r, c) of the logical array.
+        let at = |r: usize, c: usize| {
+            if fortran {
+                vals[c * rows + r]
+            } else {
+                vals[r * cols + c]
+            }
+        };
+        let (xs, ys): (Vec<f64>, Vec<f64>) = if cols == 2 {
+            (0..rows).map(|r| (at(r, 0), at(r, 1))).unzip()
+        } else if rows == 2 {
+            (0..cols).map(|c| (at(0, c), at(1, c))).unzip()
+        } else {
+            return Err(bad(format!(
+                "shape ({rows}, {cols}) is not supported (expected (N, 2) or (2, N))"
+            )));
+        };
+        let mut s = Samples::new(xs, ys).map_err(|e| match e {
+            Error::Samples(m) => bad(m),
+            other => other,
+        })?;
+        s.name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| s.name.clone());
+        Ok(s)
+    }
+
     /// Name for reports.
     pub fn name(&self) -> &str {
         &self.name
@@ -196,4 +267,62 @@ fn pchip_slopes(xs: &[f64], ys: &[f64]) -> Vec<f64> {
     d[0] = end(h[0], h[1], delta[0], delta[1]);
     d[n - 1] = end(h[n - 2], h[n - 3], delta[n - 2], delta[n - 3]);
     d
+}
+
+/// An npy file split into (descr, fortran_order, shape, data).
+type NpyParts<'a> = (String, bool, Vec<usize>, &'a [u8]);
+
+/// Splits an npy file into its header fields and data.
+fn parse_npy(b: &[u8]) -> std::result::Result<NpyParts<'_>, String> {
+    if b.len() < 10 || &b[..6] != b"\x93NUMPY" {
+        return Err("not an npy file (bad magic)".into());
+    }
+    let (hlen, start) = match b[6] {
+        1 => (u16::from_le_bytes([b[8], b[9]]) as usize, 10usize),
+        2 | 3 => {
+            if b.len() < 12 {
+                return Err("truncated npy header".into());
+            }
+            (u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as usize, 12)
+        }
+        v => return Err(format!("npy version {v} is not supported")),
+    };
+    let end = start
+        .checked_add(hlen)
+        .filter(|&e| e <= b.len())
+        .ok_or("truncated npy header")?;
+    let header = std::str::from_utf8(&b[start..end]).map_err(|_| "npy header is not text")?;
+    let field = |key: &str| -> std::result::Result<&str, String> {
+        let k = format!("'{key}'");
+        let i = header
+            .find(&k)
+            .ok_or_else(|| format!("npy header has no {k}"))?;
+        let rest = header[i + k.len()..].trim_start();
+        let rest = rest
+            .strip_prefix(':')
+            .ok_or_else(|| format!("npy header: no ':' after {k}"))?;
+        Ok(rest.trim_start())
+    };
+    let d = field("descr")?;
+    let descr = d
+        .strip_prefix('\'')
+        .and_then(|r| r.split('\'').next())
+        .ok_or("npy header: bad descr")?
+        .to_string();
+    let fortran = field("fortran_order")?.starts_with("True");
+    let sh = field("shape")?;
+    let sh = sh
+        .strip_prefix('(')
+        .and_then(|r| r.split(')').next())
+        .ok_or("npy header: bad shape")?;
+    let shape = sh
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<usize>()
+                .map_err(|_| format!("npy header: bad shape entry '{s}'"))
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok((descr, fortran, shape, &b[end..]))
 }
