@@ -1,6 +1,7 @@
 //! `pwpa._native.fit` and `functions`: every `FitOptions` field, the GIL released.
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use pwpa::fit::{ErrorMeasure, FitOptions, Goal, Method, Placement, Progress};
 use pwpa::{Tail, Target};
@@ -8,31 +9,62 @@ use pwpa::{Tail, Target};
 use crate::errors::{raise, IntoPy};
 use crate::table::{parse_dtype, NativeTable};
 
-/// A tail as the Python package passes it: the table format's JSON object.
-#[derive(serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
-enum TailSpec {
-    Clamp,
-    Extend,
-    Linear { slope: f32, intercept: f32 },
-    Constant { value: f32 },
-    Exp2 { negative: bool, anchor: f32, coefficients: Vec<f32> },
-}
-
-/// Parses and validates a tail given as JSON text.
-pub fn parse_tail(py: Python<'_>, side: &'static str, json: &str) -> PyResult<Tail> {
-    let spec: TailSpec = serde_json::from_str(json).map_err(|e| {
-        raise(py, "ArgumentError", format!("invalid {side} tail {json}: {e}"))
-    })?;
-    let tail = match spec {
-        TailSpec::Clamp => Tail::Clamp,
-        TailSpec::Extend => Tail::Extend,
-        TailSpec::Linear { slope, intercept } => Tail::Linear { slope, intercept },
-        TailSpec::Constant { value } => Tail::Constant { value },
-        TailSpec::Exp2 { negative, anchor, coefficients } => Tail::Exp2 {
-            negative,
-            anchor,
-            coeffs: coefficients,
+/// Parses and validates a tail given as a dict like the table format's
+/// (`{"kind": "linear", "slope": a, "intercept": b}`, …); non-finite values allowed
+/// where the core allows them.
+pub fn parse_tail(py: Python<'_>, side: &'static str, spec: &Bound<'_, PyDict>) -> PyResult<Tail> {
+    let bad = |msg: String| raise(py, "ArgumentError", format!("invalid {side} tail: {msg}"));
+    let get = |key: &str| -> PyResult<Bound<'_, PyAny>> {
+        spec.get_item(key)?
+            .ok_or_else(|| bad(format!("missing field '{key}'")))
+    };
+    let num = |key: &str| -> PyResult<f32> {
+        get(key)?
+            .extract::<f64>()
+            .map(|v| v as f32)
+            .map_err(|_| bad(format!("field '{key}' must be a number")))
+    };
+    let kind: String = get("kind")?
+        .extract()
+        .map_err(|_| bad("field 'kind' must be a string".into()))?;
+    let allowed: &[&str] = match kind.as_str() {
+        "clamp" | "extend" => &["kind"],
+        "linear" => &["kind", "slope", "intercept"],
+        "constant" => &["kind", "value"],
+        "exp2" => &["kind", "negative", "anchor", "coefficients"],
+        other => {
+            return Err(bad(format!(
+                "unknown kind '{other}' (expected clamp, extend, linear, constant or exp2)"
+            )))
+        }
+    };
+    for key in spec.keys() {
+        let key: String = key.extract()?;
+        if !allowed.contains(&key.as_str()) {
+            return Err(bad(format!("unexpected field '{key}' for a {kind} tail")));
+        }
+    }
+    let tail = match kind.as_str() {
+        "clamp" => Tail::Clamp,
+        "extend" => Tail::Extend,
+        "linear" => Tail::Linear {
+            slope: num("slope")?,
+            intercept: num("intercept")?,
+        },
+        "constant" => Tail::Constant {
+            value: num("value")?,
+        },
+        _ => Tail::Exp2 {
+            negative: get("negative")?
+                .extract()
+                .map_err(|_| bad("field 'negative' must be a bool".into()))?,
+            anchor: num("anchor")?,
+            coeffs: get("coefficients")?
+                .extract::<Vec<f64>>()
+                .map_err(|_| bad("field 'coefficients' must be a list of numbers".into()))?
+                .into_iter()
+                .map(|v| v as f32)
+                .collect(),
         },
     };
     tail.validate(side).py_err(py)?;
@@ -72,8 +104,8 @@ pub fn fit(
     vary_degree: bool,
     exact: Option<String>,
     continuous: bool,
-    left_tail: Option<String>,
-    right_tail: Option<String>,
+    left_tail: Option<Bound<'_, PyDict>>,
+    right_tail: Option<Bound<'_, PyDict>>,
     exp_tails: bool,
     max_partitions: usize,
     max_degree: usize,
@@ -118,8 +150,8 @@ pub fn fit(
         (None, Some(dt)) => Goal::Exact(parse_dtype(py, &dt)?),
         (None, None) => Goal::Fixed,
     };
-    let left_tail = left_tail.map(|s| parse_tail(py, "left", &s)).transpose()?;
-    let right_tail = right_tail.map(|s| parse_tail(py, "right", &s)).transpose()?;
+    let left_tail = left_tail.map(|d| parse_tail(py, "left", &d)).transpose()?;
+    let right_tail = right_tail.map(|d| parse_tail(py, "right", &d)).transpose()?;
     let opts = FitOptions {
         range,
         partitions,

@@ -7,12 +7,14 @@
 use std::sync::OnceLock;
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use pwpa::eval::Evaluator;
 use pwpa::format;
-use pwpa::{bf16, f16, DType, Element, Layout, Table};
+use pwpa::{bf16, f16, Breakpoints, DType, Element, Layout, Table};
 
 use crate::errors::{raise, IntoPy};
+use crate::fit::parse_tail;
 
 /// A piecewise polynomial table (native part).
 #[pyclass(name = "Table", module = "pwpa._native", frozen)]
@@ -134,6 +136,45 @@ impl NativeTable {
     #[staticmethod]
     fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
         let t = py.detach(|| format::load(&path)).py_err(py)?;
+        Ok(NativeTable::new(t))
+    }
+
+    /// Builds and validates a table. `points` are the P+1 breakpoints, or `uniform`
+    /// gives (lo, hi, P); coefficients are AoS, highest power first.
+    #[staticmethod]
+    #[pyo3(signature = (uniform, points, degree, anchors, coeffs, left, right, meta_json = None))]
+    fn build(
+        py: Python<'_>,
+        uniform: Option<(f32, f32, usize)>,
+        points: Option<Vec<f32>>,
+        degree: usize,
+        anchors: Vec<f32>,
+        coeffs: Vec<f32>,
+        left: Bound<'_, PyDict>,
+        right: Bound<'_, PyDict>,
+        meta_json: Option<&str>,
+    ) -> PyResult<Self> {
+        let breakpoints = match (uniform, points) {
+            (Some((lo, hi, p)), None) => Breakpoints::uniform(lo, hi, p),
+            (None, Some(pts)) => Breakpoints::arbitrary(pts),
+            _ => {
+                return Err(raise(
+                    py,
+                    "ArgumentError",
+                    "give either uniform (lo, hi, P) or a list of points".into(),
+                ))
+            }
+        }
+        .py_err(py)?;
+        let left = parse_tail(py, "left", &left)?;
+        let right = parse_tail(py, "right", &right)?;
+        let mut t = Table::new(breakpoints, degree, anchors, coeffs, left, right).py_err(py)?;
+        if let Some(m) = meta_json {
+            match serde_json::from_str::<serde_json::Value>(m) {
+                Ok(serde_json::Value::Object(map)) => t.meta = map,
+                _ => return Err(raise(py, "ArgumentError", "meta must be a JSON-serialisable dict".into())),
+            }
+        }
         Ok(NativeTable::new(t))
     }
 

@@ -72,15 +72,15 @@ def _lookup(handle: int) -> "Table":
     return t
 
 
-def _tail_to_json(spec: TailSpec, side: str) -> Optional[str]:
+def _tail_dict(spec: TailSpec, side: str) -> Optional[dict]:
     """Normalises a tail given as 'clamp' | 'extend' | a number (constant) |
-    ('linear', slope, intercept) | ('constant', value) | a format dict."""
+    ('linear', slope, intercept) | ('constant', value) | a dict like the table format's."""
     if spec is None:
         return None
     if isinstance(spec, str):
         kind = spec.strip().lower()
         if kind in ("clamp", "extend"):
-            return json.dumps({"kind": kind})
+            return {"kind": kind}
         raise ArgumentError(
             f"invalid {side} tail '{spec}': give 'clamp', 'extend', a number (constant), "
             "('linear', slope, intercept), ('constant', value) or a dict like the table format's"
@@ -88,18 +88,21 @@ def _tail_to_json(spec: TailSpec, side: str) -> Optional[str]:
     if isinstance(spec, bool):
         raise ArgumentError(f"invalid {side} tail {spec!r}")
     if isinstance(spec, (int, float, np.floating, np.integer)):
-        return json.dumps({"kind": "constant", "value": float(spec)})
+        return {"kind": "constant", "value": float(spec)}
     if isinstance(spec, tuple) and spec and isinstance(spec[0], str):
         kind = spec[0].lower()
-        if kind == "linear" and len(spec) == 3:
-            return json.dumps({"kind": "linear", "slope": float(spec[1]), "intercept": float(spec[2])})
-        if kind == "constant" and len(spec) == 2:
-            return json.dumps({"kind": "constant", "value": float(spec[1])})
+        try:
+            if kind == "linear" and len(spec) == 3:
+                return {"kind": "linear", "slope": float(spec[1]), "intercept": float(spec[2])}
+            if kind == "constant" and len(spec) == 2:
+                return {"kind": "constant", "value": float(spec[1])}
+        except (TypeError, ValueError):
+            pass
         if kind in ("clamp", "extend") and len(spec) == 1:
-            return json.dumps({"kind": kind})
+            return {"kind": kind}
         raise ArgumentError(f"invalid {side} tail {spec!r}")
     if isinstance(spec, dict):
-        return json.dumps(spec)
+        return dict(spec)
     raise ArgumentError(f"invalid {side} tail {spec!r}")
 
 
@@ -148,6 +151,8 @@ class Table:
         layout: str = "aos",
         meta: Optional[dict] = None,
     ) -> None:
+        uniform = None
+        pts = None
         if isinstance(breakpoints, dict):
             try:
                 lo, hi, p = float(breakpoints["lo"]), float(breakpoints["hi"]), int(breakpoints["partitions"])
@@ -155,14 +160,17 @@ class Table:
                 raise ArgumentError(
                     "uniform breakpoints are a dict {'lo': ..., 'hi': ..., 'partitions': ...}"
                 ) from None
-            bp = {"kind": "uniform", "lo": float(np.float32(lo)), "hi": float(np.float32(hi)), "partitions": p}
+            if p < 0:
+                raise ArgumentError(f"partitions must be non-negative (got {p})")
+            uniform = (lo, hi, p)
             points = [lo + (hi - lo) * i / p for i in range(p + 1)] if p > 0 else [lo, hi]
         else:
             pts = _f32_list(breakpoints, "breakpoints")
-            bp = {"kind": "arbitrary", "points": pts}
             points = pts
             p = max(len(pts) - 1, 0)
         c = np.asarray(_to_numpy(coeffs), dtype=np.float64)
+        if layout not in ("aos", "soa"):
+            raise ArgumentError(f"unknown layout '{layout}' (expected aos or soa)")
         if degree is None:
             if c.ndim == 2:
                 degree = c.shape[1] - 1 if layout == "aos" else c.shape[0] - 1
@@ -173,6 +181,9 @@ class Table:
                     f"cannot infer the degree from coefficients of shape {c.shape} and {p} partitions; "
                     "pass degree= or a (P, D+1) array"
                 )
+        flat = _f32_list(c, "coefficients")
+        if layout == "soa":
+            flat = _native.permute_layout(flat, p, int(degree), False)
         if isinstance(anchors, str):
             if anchors == "midpoint":
                 anchor_list = [float(np.float32(0.5 * (points[i] + points[i + 1]))) for i in range(p)]
@@ -184,22 +195,24 @@ class Table:
             anchor_list = [0.0] * p
         else:
             anchor_list = _f32_list(anchors, "anchors")
-        doc = {
-            "format": "pwpa-table",
-            "version": 1,
-            "degree": int(degree),
-            "breakpoints": bp,
-            "anchors": anchor_list,
-            "layout": layout,
-            "coefficients": _f32_list(c, "coefficients"),
-            "tails": {
-                "left": json.loads(_tail_to_json(left_tail, "left") or '{"kind": "clamp"}'),
-                "right": json.loads(_tail_to_json(right_tail, "right") or '{"kind": "clamp"}'),
-            },
-        }
-        if meta:
-            doc["meta"] = meta
-        self._init(_native.Table.from_json(json.dumps(doc)))
+        meta_json = None
+        if meta is not None:
+            try:
+                meta_json = json.dumps(meta)
+            except (TypeError, ValueError) as e:
+                raise ArgumentError(f"meta must be JSON-serialisable: {e}") from None
+        self._init(
+            _native.Table.build(
+                uniform,
+                pts,
+                int(degree),
+                anchor_list,
+                flat,
+                _tail_dict(left_tail, "left") or {"kind": "clamp"},
+                _tail_dict(right_tail, "right") or {"kind": "clamp"},
+                meta_json,
+            )
+        )
 
     def _init(self, native: "_native.Table") -> None:
         self._native = native
@@ -500,8 +513,8 @@ def fit(
         bool(vary_degree),
         exact,
         bool(continuous),
-        _tail_to_json(left_tail, "left"),
-        _tail_to_json(right_tail, "right"),
+        _tail_dict(left_tail, "left"),
+        _tail_dict(right_tail, "right"),
         bool(exp_tails),
         int(max_partitions),
         int(max_degree),

@@ -53,6 +53,7 @@ def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:
         raise DeviceError(f"input is on {x.device} but output is on {y.device}; they must be on the same device")
     if tuple(x.shape) != tuple(y.shape):
         raise ShapeError(f"output shape {tuple(y.shape)} differs from input shape {tuple(x.shape)}")
+    check_device(x.device)
     xc = x.contiguous()
     target = y if y.is_contiguous() else torch.empty(y.shape, dtype=y.dtype, device=y.device)
     n = xc.numel()
@@ -60,26 +61,29 @@ def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:
     if n > 0:
         if x.device.type == "cpu":
             native._eval_cpu(xc.data_ptr(), target.data_ptr(), n, xd, yd)
-        elif x.device.type == "cuda":
-            if not native_cuda_compiled():
-                raise CudaUnavailableError(
-                    "got a CUDA tensor, but this build of pwpa has no CUDA support "
-                    "(rebuild the wheel with the `cuda` cargo feature)"
-                )
+        else:
             index = x.device.index if x.device.index is not None else torch.cuda.current_device()
             stream = torch.cuda.current_stream(x.device).cuda_stream
             native._eval_cuda(index, xc.data_ptr(), target.data_ptr(), n, xd, yd, int(stream))
-        else:
-            raise DeviceError(f"pwpa evaluates tensors on cpu and cuda, not on {x.device.type}")
     if target is not y:
         y.copy_(target)
     return y
 
 
-def native_cuda_compiled() -> bool:
-    from . import _native
+def check_device(device: Any) -> None:
+    """Raises unless pwpa can evaluate on ``device`` (cpu always; cuda with CUDA support)."""
+    if device.type == "cpu":
+        return
+    if device.type == "cuda":
+        from . import _native
 
-    return _native.cuda_compiled()
+        if not _native.cuda_compiled():
+            raise CudaUnavailableError(
+                "got a CUDA tensor, but this build of pwpa has no CUDA support "
+                "(rebuild the wheel with the `cuda` cargo feature)"
+            )
+        return
+    raise DeviceError(f"pwpa evaluates tensors on cpu and cuda, not on {device.type}")
 
 
 def _eval_numpy(table: Any, x: Any, out: Any) -> Any:
