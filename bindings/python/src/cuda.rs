@@ -13,8 +13,8 @@ mod imp {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex, OnceLock};
 
-    use pyo3::prelude::*;
     use pwpa_cuda::{CudaBackend, CudaTable};
+    use pyo3::prelude::*;
 
     use crate::errors::raise;
 
@@ -46,7 +46,11 @@ mod imp {
     }
 
     /// The table uploaded to device `ordinal` (uploaded on first use).
-    pub fn table(py: Python<'_>, t: &super::NativeTable, ordinal: usize) -> PyResult<Arc<CudaTable>> {
+    pub fn table(
+        py: Python<'_>,
+        t: &super::NativeTable,
+        ordinal: usize,
+    ) -> PyResult<Arc<CudaTable>> {
         let mut cache = t.cuda.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = cache.get(&ordinal) {
             return Ok(c.clone());

@@ -73,14 +73,21 @@ pub fn parse_tail(py: Python<'_>, side: &'static str, spec: &Bound<'_, PyDict>) 
 
 fn choice<T: Copy>(py: Python<'_>, what: &str, value: &str, options: &[(&str, T)]) -> PyResult<T> {
     let v = value.to_ascii_lowercase();
-    options.iter().find(|(n, _)| *n == v).map(|(_, t)| *t).ok_or_else(|| {
-        let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
-        raise(
-            py,
-            "ArgumentError",
-            format!("unknown {what} '{value}' (expected one of: {})", names.join(", ")),
-        )
-    })
+    options
+        .iter()
+        .find(|(n, _)| *n == v)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+            raise(
+                py,
+                "ArgumentError",
+                format!(
+                    "unknown {what} '{value}' (expected one of: {})",
+                    names.join(", ")
+                ),
+            )
+        })
 }
 
 /// Fits a table. `target` is a catalogue name or an expression in x; `samples`
@@ -111,12 +118,20 @@ pub fn fit(
     max_degree: usize,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<NativeTable> {
-    let method = choice(py, "method", method, &[("minimax", Method::Minimax), ("lsq", Method::Lsq)])?;
+    let method = choice(
+        py,
+        "method",
+        method,
+        &[("minimax", Method::Minimax), ("lsq", Method::Lsq)],
+    )?;
     let placement = choice(
         py,
         "breakpoints",
         placement,
-        &[("adaptive", Placement::Adaptive), ("uniform", Placement::Uniform)],
+        &[
+            ("adaptive", Placement::Adaptive),
+            ("uniform", Placement::Uniform),
+        ],
     )?;
     let measure = choice(
         py,
@@ -151,7 +166,9 @@ pub fn fit(
         (None, None) => Goal::Fixed,
     };
     let left_tail = left_tail.map(|d| parse_tail(py, "left", &d)).transpose()?;
-    let right_tail = right_tail.map(|d| parse_tail(py, "right", &d)).transpose()?;
+    let right_tail = right_tail
+        .map(|d| parse_tail(py, "right", &d))
+        .transpose()?;
     let opts = FitOptions {
         range,
         partitions,

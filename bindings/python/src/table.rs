@@ -53,7 +53,11 @@ fn parse_layout(py: Python<'_>, s: &str) -> PyResult<Layout> {
 /// Checks a raw buffer: non-null (when n > 0) and aligned for its element type.
 fn check_ptr(py: Python<'_>, what: &str, ptr: usize, n: usize, dtype: DType) -> PyResult<()> {
     if n > 0 && ptr == 0 {
-        return Err(raise(py, "ArgumentError", format!("{what} pointer is null")));
+        return Err(raise(
+            py,
+            "ArgumentError",
+            format!("{what} pointer is null"),
+        ));
     }
     if ptr % dtype.size() != 0 {
         return Err(raise(
@@ -62,7 +66,9 @@ fn check_ptr(py: Python<'_>, what: &str, ptr: usize, n: usize, dtype: DType) -> 
             format!("{what} pointer {ptr:#x} is not aligned for {dtype}"),
         ));
     }
-    if n.checked_mul(dtype.size()).is_none_or(|b| b > isize::MAX as usize) {
+    if n.checked_mul(dtype.size())
+        .is_none_or(|b| b > isize::MAX as usize)
+    {
         return Err(raise(
             py,
             "ArgumentError",
@@ -172,7 +178,13 @@ impl NativeTable {
         if let Some(m) = meta_json {
             match serde_json::from_str::<serde_json::Value>(m) {
                 Ok(serde_json::Value::Object(map)) => t.meta = map,
-                _ => return Err(raise(py, "ArgumentError", "meta must be a JSON-serialisable dict".into())),
+                _ => {
+                    return Err(raise(
+                        py,
+                        "ArgumentError",
+                        "meta must be a JSON-serialisable dict".into(),
+                    ))
+                }
             }
         }
         Ok(NativeTable::new(t))
@@ -180,7 +192,12 @@ impl NativeTable {
 
     /// Imports the seed's global-x AoS format exactly (anchors 0, extend tails).
     #[staticmethod]
-    fn from_seed(py: Python<'_>, coeffs: Vec<f32>, points: Vec<f32>, degree: usize) -> PyResult<Self> {
+    fn from_seed(
+        py: Python<'_>,
+        coeffs: Vec<f32>,
+        points: Vec<f32>,
+        degree: usize,
+    ) -> PyResult<Self> {
         let t = Table::from_seed(coeffs, points, degree).py_err(py)?;
         Ok(NativeTable::new(t))
     }
@@ -200,7 +217,8 @@ impl NativeTable {
     #[pyo3(signature = (path, layout = "aos"))]
     fn save(&self, py: Python<'_>, path: std::path::PathBuf, layout: &str) -> PyResult<()> {
         let layout = parse_layout(py, layout)?;
-        py.detach(|| format::save(&self.table, &path, layout)).py_err(py)
+        py.detach(|| format::save(&self.table, &path, layout))
+            .py_err(py)
     }
 
     /// P.
@@ -275,7 +293,8 @@ impl NativeTable {
                     return Err(raise(
                         py,
                         "ArgumentError",
-                        "the table does not record the function it approximates; pass target=".into(),
+                        "the table does not record the function it approximates; pass target="
+                            .into(),
                     ))
                 }
             },
@@ -372,7 +391,11 @@ impl NativeTable {
             t.degree(),
             t.breakpoints().lo(),
             t.breakpoints().hi(),
-            if t.breakpoints().is_uniform() { "uniform" } else { "arbitrary" },
+            if t.breakpoints().is_uniform() {
+                "uniform"
+            } else {
+                "arbitrary"
+            },
             t.left_tail().kind(),
             t.right_tail().kind()
         )

@@ -151,3 +151,12 @@ def test_cuda_tensor_without_cuda_support_is_a_clear_error(random_table):
         check_device(torch.device("cuda", 0))
     with pytest.raises(pwpa.DeviceError, match="not on meta"):
         random_table(torch.zeros(4, device="meta"), out=torch.zeros(4, device="meta"))
+
+
+def test_numpy_bfloat16_with_ml_dtypes(random_table):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    xs = all_16bit("bf16")
+    x = xs.astype(ml_dtypes.bfloat16)
+    y = random_table(x)
+    assert y.dtype == x.dtype
+    np.testing.assert_array_equal(y.view(np.uint16), f32_to_bits(reference_eval(random_table, xs), "bf16"))
