@@ -14,7 +14,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 vpy="$venv/bin/python"
 missing=()
-for mod in maturin numpy pytest torch; do
+for mod in maturin numpy pytest torch ml_dtypes; do
   "$vpy" -c "import $mod" 2>/dev/null || missing+=("$mod")
 done
 if [ ${#missing[@]} -gt 0 ]; then

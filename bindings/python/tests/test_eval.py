@@ -160,3 +160,13 @@ def test_numpy_bfloat16_with_ml_dtypes(random_table):
     y = random_table(x)
     assert y.dtype == x.dtype
     np.testing.assert_array_equal(y.view(np.uint16), f32_to_bits(reference_eval(random_table, xs), "bf16"))
+
+
+def test_non_native_byte_order(random_table):
+    xs = np.linspace(-5, 7, 1001, dtype=np.float32)
+    want = reference_eval(random_table, xs)
+    big = xs.astype(">f4")
+    np.testing.assert_array_equal(random_table(big), want)
+    out = np.empty(xs.shape, ">f2")
+    random_table(xs, out=out)
+    np.testing.assert_array_equal(out.astype(np.float16).view(np.uint16), f32_to_bits(want, "f16"))

@@ -99,6 +99,8 @@ def _eval_numpy(table: Any, x: Any, out: Any) -> Any:
             except (TypeError, ValueError) as e:
                 raise ArgumentError(f"cannot evaluate a {type(x).__name__}: {e}") from None
     xd = _np_code(x.dtype, "input")
+    if not x.dtype.isnative:
+        x = x.astype(x.dtype.newbyteorder("="))
     xc = np.require(x, requirements=["C", "A"])
     if out is None:
         y = np.empty(x.shape, dtype=x.dtype)
@@ -111,7 +113,8 @@ def _eval_numpy(table: Any, x: Any, out: Any) -> Any:
         if not out.flags.writeable:
             raise ArgumentError("out is read-only")
         y = out
-        target = out if (out.flags.c_contiguous and out.flags.aligned) else np.empty(out.shape, dtype=out.dtype)
+        direct = out.flags.c_contiguous and out.flags.aligned and out.dtype.isnative
+        target = out if direct else np.empty(out.shape, dtype=out.dtype.newbyteorder("="))
     yd = _np_code(target.dtype, "output")
     if xc.size > 0:
         table._native._eval_cpu(xc.ctypes.data, target.ctypes.data, xc.size, xd, yd)
