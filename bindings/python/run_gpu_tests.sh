@@ -13,6 +13,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 py="${PYTHON:-python3}"
+case "$py" in */*) py="$(cd "$(dirname "$py")" && pwd)/$(basename "$py")" ;; esac
 
 wheel=""
 if [ $# -gt 0 ] && [[ "$1" == *.whl ]]; then wheel="$1"; shift; fi

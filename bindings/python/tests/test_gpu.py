@@ -16,13 +16,17 @@ from conftest import all_16bit
 
 TORCH = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device visible to torch")
+REQUIRE = os.environ.get("PWPA_REQUIRE_CUDA") == "1"
 
 
 @pytest.fixture(autouse=True)
-def _need_cuda_build():
+def _need_cuda():
+    if not torch.cuda.is_available():
+        if REQUIRE:
+            pytest.fail("torch sees no CUDA device but PWPA_REQUIRE_CUDA=1")
+        pytest.skip("no CUDA device visible to torch")
     if not pwpa.cuda_compiled():
-        if os.environ.get("PWPA_REQUIRE_CUDA") == "1":
+        if REQUIRE:
             pytest.fail("this pwpa build has no CUDA support but PWPA_REQUIRE_CUDA=1")
         pytest.skip("this pwpa build has no CUDA support")
 
