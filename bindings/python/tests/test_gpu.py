@@ -130,3 +130,11 @@ def test_other_device_if_present(random_table):
         pytest.skip("one CUDA device")
     x = torch.randn(1 << 16, device="cuda:1")
     assert torch.equal(bits(random_table(x)), bits(random_table(x.cpu())))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_fused_value_and_derivative_equals_separate(random_table, dtype):
+    x = (torch.randn(1 << 20) * 5).to(dtype)
+    y, dy = pt.value_and_derivative(x.cuda(), random_table)
+    assert torch.equal(bits(y), bits(random_table(x)))
+    assert torch.equal(bits(dy), bits(random_table.derivative()(x)))

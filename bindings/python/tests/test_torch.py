@@ -165,3 +165,13 @@ def test_dead_handle_is_a_clear_error():
 def test_unsupported_dtype_through_the_op(random_table):
     with pytest.raises(pwpa.DTypeError, match="supported: float32, float16, bfloat16"):
         random_table(torch.zeros(3, dtype=torch.float64, requires_grad=True))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_value_and_derivative(random_table, dtype):
+    x = torch.linspace(-5, 7, 3001).to(dtype)
+    y, dy = pt.value_and_derivative(x, random_table)
+    assert torch.equal(y, random_table(x))
+    assert torch.equal(dy, random_table.derivative()(x))
+    _, d32 = pt.value_and_derivative(x, random_table, torch.float32)
+    assert d32.dtype == torch.float32

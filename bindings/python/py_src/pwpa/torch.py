@@ -16,7 +16,7 @@ from torch import nn
 from . import Table, _lookup
 from ._eval import eval_tensor_into, torch_code
 
-__all__ = ["PwPA", "replace_activations", "pwpa_eval"]
+__all__ = ["PwPA", "replace_activations", "pwpa_eval", "value_and_derivative"]
 
 
 def _out_like(x: torch.Tensor, dtype: torch.dtype = None) -> torch.Tensor:
@@ -71,6 +71,34 @@ def pwpa_eval(x: torch.Tensor, table: Union[Table, int]) -> torch.Tensor:
     """Evaluates a table on a tensor through the ``pwpa::eval`` op (autograd, compile)."""
     handle = table.handle if isinstance(table, Table) else int(table)
     return torch.ops.pwpa.eval(x, handle)
+
+
+def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.dtype = None):
+    """(table(x), table'(x)) without autograd. On CUDA one fused kernel computes both
+    (the derivative in ``derivative_dtype``, default x's dtype — the fused kernel writes
+    both in one type); on CPU two passes. Same bits as evaluating each table separately."""
+    from ._eval import check_device
+
+    torch_code(x.dtype, "input")
+    check_device(x.device)
+    d = table.derivative()
+    dt = derivative_dtype or x.dtype
+    y = _out_like(x)
+    dy = _out_like(x, dt)
+    if x.device.type == "cuda" and dt == x.dtype:
+        xc = x.contiguous()
+        n = xc.numel()
+        if n:
+            index = x.device.index if x.device.index is not None else torch.cuda.current_device()
+            stream = torch.cuda.current_stream(x.device).cuda_stream
+            code = torch_code(x.dtype)
+            table._native._eval_cuda_with_derivative(
+                d._native, index, xc.data_ptr(), y.data_ptr(), dy.data_ptr(), n, code, code, int(stream)
+            )
+        return y, dy
+    eval_tensor_into(table, x, y)
+    eval_tensor_into(d, x, dy)
+    return y, dy
 
 
 def _as_table(table: Union[Table, str, Any]) -> Table:
