@@ -42,6 +42,7 @@ EXACT = {
 
 # (label, fit keyword arguments)
 SIZES = [
+    ("crude 2x1", dict(partitions=2, degree=1)),
     ("coarse 4x1", dict(partitions=4, degree=1)),
     ("8x2", dict(partitions=8, degree=2)),
     ("16x3", dict(partitions=16, degree=3)),
