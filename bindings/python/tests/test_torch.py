@@ -74,6 +74,7 @@ def test_gradient_matches_finite_differences(sigmoid_table):
     np.testing.assert_allclose(xf.grad.numpy(), fd, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.filterwarnings("ignore:Input #0 requires gradient")
 def test_gradcheck_f32(sigmoid_table):
     x = torch.from_numpy(centres(sigmoid_table, 2)[::3].copy()).requires_grad_()
     assert torch.autograd.gradcheck(
