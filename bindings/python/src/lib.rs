@@ -55,6 +55,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_name, m)?)?;
     m.add_function(wrap_pyfunction!(permute_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(table::set_parallelism, m)?)?;
+    m.add_function(wrap_pyfunction!(table::parallelism, m)?)?;
     m.add("MAX_DEGREE", pwpa::table::MAX_DEGREE)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -4,12 +4,13 @@
 //! methods take raw pointers and are private to it (it checks dtypes, shapes,
 //! contiguity and devices and keeps the buffers alive during the call).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use pwpa::eval::Evaluator;
+use pwpa::eval::{Evaluator, Parallelism};
 use pwpa::format;
 use pwpa::{bf16, f16, Breakpoints, DType, Element, Layout, Table};
 
@@ -21,6 +22,7 @@ use crate::fit::parse_tail;
 pub struct NativeTable {
     pub(crate) table: Table,
     evaluator: OnceLock<Evaluator>,
+    sequential: OnceLock<Evaluator>,
     #[cfg(feature = "cuda")]
     pub(crate) cuda: crate::cuda::TableCache,
 }
@@ -31,14 +33,37 @@ impl NativeTable {
         NativeTable {
             table,
             evaluator: OnceLock::new(),
+            sequential: OnceLock::new(),
             #[cfg(feature = "cuda")]
             cuda: Default::default(),
         }
     }
 
     fn evaluator(&self) -> &Evaluator {
-        self.evaluator.get_or_init(|| Evaluator::new(&self.table))
+        if PARALLEL.load(Ordering::Relaxed) {
+            self.evaluator.get_or_init(|| Evaluator::new(&self.table))
+        } else {
+            self.sequential.get_or_init(|| {
+                Evaluator::new(&self.table).with_parallelism(Parallelism::Sequential)
+            })
+        }
     }
+}
+
+/// Whether evaluation may use rayon's pool. Cleared in forked children (DataLoader
+/// workers), where the parent's pool threads do not exist and rayon would hang.
+static PARALLEL: AtomicBool = AtomicBool::new(true);
+
+/// Turns multi-threaded CPU evaluation on or off for this process.
+#[pyfunction]
+pub fn set_parallelism(enabled: bool) {
+    PARALLEL.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether multi-threaded CPU evaluation is on.
+#[pyfunction]
+pub fn parallelism() -> bool {
+    PARALLEL.load(Ordering::Relaxed)
 }
 
 /// Parses a dtype name (`f32`, `float16`, `bfloat16`, …) into a DTypeError on failure.

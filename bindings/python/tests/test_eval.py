@@ -170,3 +170,26 @@ def test_non_native_byte_order(random_table):
     out = np.empty(xs.shape, ">f2")
     random_table(xs, out=out)
     np.testing.assert_array_equal(out.astype(np.float16).view(np.uint16), f32_to_bits(want, "f16"))
+
+
+def test_forked_child_evaluates_single_threaded(random_table):
+    import multiprocessing as mp
+
+    if "fork" not in mp.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    xs = np.linspace(-5, 7, 1 << 18, dtype=np.float32)
+    want = random_table(xs)  # uses the pool in the parent first
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+
+    def child():
+        from pwpa import _native
+
+        q.put((_native.parallelism(), bool(np.array_equal(random_table(xs), want))))
+
+    p = ctx.Process(target=child)
+    p.start()
+    p.join(120)
+    assert p.exitcode == 0, "forked child failed or hung"
+    assert q.get(timeout=5) == (False, True)
+    assert pwpa._native.parallelism()

@@ -35,6 +35,13 @@ from .errors import (
 
 __version__ = _native.__version__
 
+# rayon's pool does not survive fork(): forked children (e.g. DataLoader workers)
+# evaluate on one thread instead of hanging. PWPA_PARALLELISM=0 turns threads off everywhere.
+if os.environ.get("PWPA_PARALLELISM", "1").lower() in ("0", "false", "off"):
+    _native.set_parallelism(False)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _native.set_parallelism(False))
+
 __all__ = [
     "Table",
     "fit",
@@ -432,6 +439,16 @@ def functions() -> list:
 def cuda_compiled() -> bool:
     """Whether this build has CUDA support."""
     return _native.cuda_compiled()
+
+
+def cuda_device_name(ordinal: int = 0) -> str:
+    """The name of CUDA device ``ordinal`` (CudaUnavailableError without CUDA support)."""
+    return _native.cuda_device_name(int(ordinal))
+
+
+def set_parallelism(enabled: bool) -> None:
+    """Turns multi-threaded CPU evaluation on or off for this process (off in forked children)."""
+    _native.set_parallelism(bool(enabled))
 
 
 def cuda_available() -> bool:
