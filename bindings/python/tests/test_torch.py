@@ -176,3 +176,11 @@ def test_value_and_derivative(random_table, dtype):
     assert torch.equal(dy, random_table.derivative()(x))
     _, d32 = pt.value_and_derivative(x, random_table, torch.float32)
     assert d32.dtype == torch.float32
+
+
+def test_out_with_autograd_is_refused(random_table):
+    x = torch.zeros(3, requires_grad=True)
+    with pytest.raises(pwpa.ArgumentError, match="does not support automatic differentiation"):
+        random_table(x, out=torch.empty(3))
+    with torch.no_grad():
+        random_table(x, out=torch.empty(3))

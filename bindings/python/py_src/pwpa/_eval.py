@@ -129,6 +129,12 @@ def eval_array(table: Any, x: Any, out: Any = None) -> Any:
     """``table(x, out=None)`` for every supported input kind."""
     if _is_tensor(x):
         if out is not None:
+            torch = _torch()
+            if torch.is_grad_enabled() and (x.requires_grad or out.requires_grad):
+                raise ArgumentError(
+                    "table(x, out=y) does not support automatic differentiation (like PyTorch's out= "
+                    "functions): call table(x) instead, or use torch.no_grad()"
+                )
             return eval_tensor_into(table, x, out)
         from . import torch as pwpa_torch  # registers the custom op
 
