@@ -130,7 +130,7 @@ def eval_array(table: Any, x: Any, out: Any = None) -> Any:
     if _is_tensor(x):
         if out is not None:
             torch = _torch()
-            if torch.is_grad_enabled() and (x.requires_grad or out.requires_grad):
+            if torch.is_grad_enabled() and (x.requires_grad or getattr(out, "requires_grad", False)):
                 raise ArgumentError(
                     "table(x, out=y) does not support automatic differentiation (like PyTorch's out= "
                     "functions): call table(x) instead, or use torch.no_grad()"
