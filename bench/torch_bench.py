@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""pwpa vs PyTorch: every catalogue function (plus composites) x f32/bf16/f16.
+
+For each function and dtype, in one run on one device: pwpa (a bf16-exact table where
+the fitter can make one, else a fixed 256x3 minimax fit, else a provisional numpy
+least-squares table), PyTorch eager, torch.compile, and a copy of the same bytes
+(``y.copy_(x)``: the bandwidth roof). Writes CSV + markdown to bench/results/.
+
+    python bench/torch_bench.py --device cuda            # N = 2^28
+    python bench/torch_bench.py --device cpu --threads 2  # N = 2^24
+    python bench/torch_bench.py --tables DIR              # use DIR/<name>.json tables
+
+Timings: median of --reps runs after warm-up (CUDA events on GPU, perf_counter on CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+
+
+def _parse():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--n", type=int, default=None, help="elements (default 2^28 cuda, 2^24 cpu)")
+    p.add_argument("--threads", type=int, default=2, help="CPU threads (torch and pwpa)")
+    p.add_argument("--reps", type=int, default=None, help="timed repetitions (default 20 cuda, 5 cpu)")
+    p.add_argument("--functions", default=None, help="comma-separated subset")
+    p.add_argument("--dtypes", default="f32,bf16,f16")
+    p.add_argument("--tables", default=None, help="directory of <name>.json tables to use instead of fitting")
+    p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    p.add_argument("--out", default=None, help="output stem (default bench/results/torch-<device>-<date>)")
+    p.add_argument("--note", default="", help="a note for the markdown header")
+    return p.parse_args()
+
+
+ARGS = _parse()
+# pwpa's CPU path uses rayon: size its pool before pwpa is imported.
+os.environ.setdefault("RAYON_NUM_THREADS", str(ARGS.threads))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import pwpa  # noqa: E402
+
+# PyTorch counterparts of catalogue functions (name -> (torch fn, f64 reference)).
+TORCH_FNS = {
+    "gelu": lambda x: F.gelu(x),
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "silu": F.silu,
+    "swish": F.silu,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "exp": torch.exp,
+    "exp2": torch.exp2,
+    "softplus": F.softplus,
+    "mish": F.mish,
+    "selu": F.selu,
+    "elu": F.elu,
+    "celu": F.celu,
+    "erf": torch.erf,
+    "hardswish": F.hardswish,
+    "hardsigmoid": F.hardsigmoid,
+    "logsigmoid": F.logsigmoid,
+    "softsign": F.softsign,
+    "tanhshrink": F.tanhshrink,
+    "log1p": torch.log1p,
+    "rsqrt": torch.rsqrt,
+    "sqrt": torch.sqrt,
+    "log": torch.log,
+    "reciprocal": torch.reciprocal,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "quick_gelu": lambda x: x * torch.sigmoid(1.702 * x),
+}
+
+# Composites written the way users write them (the fusion case).
+COMPOSITES = {
+    # name: (pwpa spec, torch fn, f64 reference on [lo, hi], range)
+    "mish_composite": ("mish", lambda x: x * torch.tanh(F.softplus(x)), None, (-20.0, 20.0)),
+    "user_expr": ("x*sigmoid(1.702*x)", lambda x: x * torch.sigmoid(1.702 * x), None, (-16.0, 16.0)),
+}
+
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def f64_ref(fn):
+    return lambda v: fn(torch.from_numpy(np.asarray(v, np.float64))).numpy()
+
+
+def lsq_fallback(f64, lo, hi, partitions=256, degree=3):
+    """A provisional uniform least-squares table (used only while the fitter is a stub)."""
+    pts = np.linspace(lo, hi, partitions + 1)
+    rows, anchors = [], []
+    for i in range(partitions):
+        a, b = pts[i], pts[i + 1]
+        anchor = float(np.float32(0.5 * (a + b)))
+        xs = np.linspace(a, b, 32)
+        rows.append(np.polyfit(xs - anchor, f64(xs), degree))
+        anchors.append(anchor)
+    return pwpa.Table(
+        {"lo": lo, "hi": hi, "partitions": partitions},
+        np.array(rows),
+        anchors=anchors,
+        left_tail="clamp",
+        right_tail="extend",
+    )
+
+
+def get_table(name, spec, f64, default_range):
+    """(table, how) — loaded, bf16-exact fit, fixed fit, or provisional lsq fallback."""
+    if ARGS.tables:
+        path = os.path.join(ARGS.tables, f"{name}.json")
+        if os.path.exists(path):
+            return pwpa.load(path), f"loaded {path}"
+    try:
+        t = pwpa.fit(spec, exact="bf16")
+        return t, "bf16-exact fit"
+    except pwpa.PwpaError as e:
+        exact_err = str(e)
+    try:
+        t = pwpa.fit(spec, partitions=256, degree=3)
+        return t, "minimax 256x3 (no bf16-exact fit: " + exact_err[:80] + ")"
+    except pwpa.PwpaError as e:
+        fit_err = str(e)
+    if f64 is None:
+        return None, f"no table: {fit_err}"
+    lo, hi = default_range
+    return lsq_fallback(f64, lo, hi), "provisional numpy lsq 256x3 (pwpa.fit: " + fit_err[:80] + ")"
+
+
+def timer(device):
+    if device == "cuda":
+
+        def run(fn, reps):
+            fn()
+            torch.cuda.synchronize()
+            times = []
+            for _ in range(reps):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                fn()
+                e.record()
+                e.synchronize()
+                times.append(s.elapsed_time(e) / 1e3)
+            return statistics.median(times)
+
+    else:
+
+        def run(fn, reps):
+            fn()
+            times = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t0)
+            return statistics.median(times)
+
+    return run
+
+
+def main():
+    device = ARGS.device
+    if device == "cuda" and not torch.cuda.is_available():
+        sys.exit("no CUDA device: use --device cpu")
+    torch.set_num_threads(ARGS.threads)
+    n = ARGS.n or (1 << 28 if device == "cuda" else 1 << 24)
+    reps = ARGS.reps or (20 if device == "cuda" else 5)
+    run = timer(device)
+    dev_name = torch.cuda.get_device_name() if device == "cuda" else (platform.processor() or platform.machine())
+    if device == "cpu":
+        try:
+            with open("/proc/cpuinfo") as fh:
+                for line in fh:
+                    if line.startswith("model name"):
+                        dev_name = line.split(":", 1)[1].strip()
+                        break
+        except OSError:
+            pass
+        dev_name += f", {ARGS.threads} threads"
+
+    cat = {f["name"]: f for f in pwpa.functions()}
+    jobs = []  # (name, spec, torch fn or None, f64 ref or None, range)
+    for name, f in cat.items():
+        tf = TORCH_FNS.get(name)
+        jobs.append((name, name, tf, f64_ref(tf) if tf else None, f["range"]))
+    for name, (spec, tf, _, rng) in COMPOSITES.items():
+        jobs.append((name, spec, tf, f64_ref(tf), rng))
+    if ARGS.functions:
+        keep = set(ARGS.functions.split(","))
+        jobs = [j for j in jobs if j[0] in keep]
+
+    rows = []
+    g = torch.Generator(device="cpu").manual_seed(0)
+    x32 = (torch.randn(n, generator=g) * 4).to(device)
+    for name, spec, tf, f64, rng in jobs:
+        table, how = get_table(name, spec, f64, rng)
+        print(f"[{name}] table: {how}" + (f" P={table.partitions} D={table.degree}" if table else ""), flush=True)
+        for dname in ARGS.dtypes.split(","):
+            dt = DTYPES[dname]
+            x = x32.to(dt)
+            y = torch.empty_like(x)
+            nbytes = 2 * n * x.element_size()
+            rec = {
+                "function": name, "dtype": dname, "n": n, "device": device, "table": how.split(" (")[0],
+                "note": how,
+                "P": table.partitions if table else "", "D": table.degree if table else "",
+            }
+            t_copy = run(lambda: y.copy_(x), reps)
+            rec["copy_ms"] = t_copy * 1e3
+            if table is not None:
+                t_p = run(lambda: table(x, out=y), reps)
+                rec["pwpa_ms"] = t_p * 1e3
+                # accuracy on a subsample against the f64 reference
+                if f64 is not None:
+                    xs = x[:: max(1, n // 65536)]
+                    got = table(xs).double().cpu().numpy()
+                    want = f64(xs.double().cpu().numpy())
+                    fin = np.isfinite(want)
+                    rec["pwpa_max_abs_err"] = float(np.max(np.abs(got[fin] - want[fin]))) if fin.any() else ""
+            if tf is not None:
+                rec["eager_ms"] = run(lambda: tf(x), reps) * 1e3
+                if not ARGS.no_compile:
+                    torch._dynamo.reset()
+                    cf = torch.compile(tf, fullgraph=True, dynamic=False)
+                    try:
+                        rec["compile_ms"] = run(lambda: cf(x), reps) * 1e3
+                    except Exception as e:  # record, do not hide
+                        rec["compile_ms"] = ""
+                        rec["note"] += f"; torch.compile failed: {type(e).__name__}"
+            for k in ("pwpa", "eager", "compile"):
+                v = rec.get(f"{k}_ms")
+                if isinstance(v, float):
+                    rec[f"{k}_GBps"] = nbytes / (v / 1e3) / 1e9
+                    rec[f"{k}_vs_copy"] = rec["copy_ms"] / v
+            if isinstance(rec.get("pwpa_ms"), float):
+                for k in ("eager", "compile"):
+                    if isinstance(rec.get(f"{k}_ms"), float):
+                        rec[f"speedup_vs_{k}"] = rec[f"{k}_ms"] / rec["pwpa_ms"]
+            rows.append(rec)
+            print(
+                "  {dtype:4s} copy {copy_ms:8.3f} ms | pwpa {p} | eager {e} | compile {c}".format(
+                    dtype=dname,
+                    copy_ms=rec["copy_ms"],
+                    p=_fmt(rec.get("pwpa_ms")),
+                    e=_fmt(rec.get("eager_ms")),
+                    c=_fmt(rec.get("compile_ms")),
+                ),
+                flush=True,
+            )
+            del x, y
+    write(rows, device, dev_name, n, reps)
+
+
+def _fmt(v):
+    return f"{v:8.3f} ms" if isinstance(v, float) else "       -   "
+
+
+COLS = [
+    "function", "dtype", "n", "device", "table", "P", "D", "copy_ms", "pwpa_ms", "eager_ms", "compile_ms",
+    "pwpa_vs_copy", "eager_vs_copy", "compile_vs_copy", "speedup_vs_eager", "speedup_vs_compile",
+    "pwpa_GBps", "eager_GBps", "compile_GBps", "pwpa_max_abs_err", "note",
+]
+
+
+def write(rows, device, dev_name, n, reps):
+    import csv
+
+    date = _dt.datetime.now(_dt.timezone.utc)
+    stem = ARGS.out or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "results", f"torch-{device}-{date:%Y%m%d}"
+    )
+    os.makedirs(os.path.dirname(stem), exist_ok=True)
+    with open(stem + ".csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=COLS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    cmd = "python " + " ".join([os.path.relpath(__file__)] + sys.argv[1:])
+    lines = [
+        f"# pwpa vs PyTorch ({device})",
+        "",
+        f"- date: {date:%Y-%m-%d %H:%M} UTC",
+        f"- device: {dev_name}",
+        f"- command: `{cmd}`",
+        f"- N = {n} (2^{int(math.log2(n))}), median of {reps} runs; torch {torch.__version__}, pwpa {pwpa.__version__}",
+        "- copy = `y.copy_(x)` of the same bytes; `x/copy` = copy time / x time (1.0 = at the bandwidth roof);"
+        " speedup = PyTorch time / pwpa time",
+    ]
+    if ARGS.note:
+        lines.append(f"- note: {ARGS.note}")
+    for how in sorted({r["note"].split(";")[0] for r in rows}):
+        lines.append(f"- table source seen: {how}")
+    lines += [
+        "",
+        "| function | dtype | table | copy ms | pwpa ms | eager ms | compile ms | pwpa/copy | speedup vs eager | speedup vs compile | max abs err |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def f(v, spec=".3f"):
+        return format(v, spec) if isinstance(v, float) else "-"
+
+    for r in rows:
+        lines.append(
+            f"| {r['function']} | {r['dtype']} | {r['table']} | {f(r['copy_ms'])} | {f(r.get('pwpa_ms'))} | "
+            f"{f(r.get('eager_ms'))} | {f(r.get('compile_ms'))} | {f(r.get('pwpa_vs_copy'), '.2f')} | "
+            f"{f(r.get('speedup_vs_eager'), '.2f')} | {f(r.get('speedup_vs_compile'), '.2f')} | "
+            f"{f(r.get('pwpa_max_abs_err'), '.2e')} |"
+        )
+    with open(stem + ".md", "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print(f"wrote {stem}.csv and {stem}.md")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,540 @@
+"""pwpa — piecewise polynomial approximation of neural-network non-linearities.
+
+Fit a table (``pwpa.fit("gelu", exact="bf16")``), save/load it as JSON, and
+evaluate it bit-exactly on numpy arrays and PyTorch tensors (CPU and CUDA):
+``table(x)``, ``table(x, out=y)``. PyTorch integration (custom op with autograd and
+torch.compile support, ``nn.Module``, activation replacement) lives in
+:mod:`pwpa.torch`; the torchPACE-compatible API in :mod:`pwpa.ops`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import weakref
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _native
+from ._eval import eval_array
+from .errors import (
+    ArgumentError,
+    CudaError,
+    CudaUnavailableError,
+    DeviceError,
+    DTypeError,
+    FitError,
+    FunctionError,
+    PwpaError,
+    PwpaIOError,
+    ShapeError,
+    TableError,
+)
+
+__version__ = _native.__version__
+
+# rayon's pool does not survive fork(): forked children (e.g. DataLoader workers)
+# evaluate on one thread instead of hanging. PWPA_PARALLELISM=0 turns threads off everywhere.
+if os.environ.get("PWPA_PARALLELISM", "1").lower() in ("0", "false", "off"):
+    _native.set_parallelism(False)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _native.set_parallelism(False))
+
+__all__ = [
+    "Table",
+    "fit",
+    "load",
+    "functions",
+    "cuda_available",
+    "cuda_compiled",
+    "PwpaError",
+    "TableError",
+    "FitError",
+    "FunctionError",
+    "DTypeError",
+    "ShapeError",
+    "ArgumentError",
+    "PwpaIOError",
+    "DeviceError",
+    "CudaUnavailableError",
+    "CudaError",
+]
+
+TailSpec = Union[str, float, dict, tuple, None]
+
+# Table handles for the torch custom op (an int is all torch.compile needs to carry).
+_HANDLES = itertools.count(1)
+_REGISTRY: "weakref.WeakValueDictionary[int, Table]" = weakref.WeakValueDictionary()
+
+
+def _lookup(handle: int) -> "Table":
+    t = _REGISTRY.get(int(handle))
+    if t is None:
+        raise ArgumentError(
+            f"pwpa table handle {handle} does not refer to a live table "
+            "(keep the Table, or the module holding it, alive while it is used)"
+        )
+    return t
+
+
+def _tail_dict(spec: TailSpec, side: str) -> Optional[dict]:
+    """Normalises a tail given as 'clamp' | 'extend' | a number (constant) |
+    ('linear', slope, intercept) | ('constant', value) | a dict like the table format's."""
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        kind = spec.strip().lower()
+        if kind in ("clamp", "extend"):
+            return {"kind": kind}
+        raise ArgumentError(
+            f"invalid {side} tail '{spec}': give 'clamp', 'extend', a number (constant), "
+            "('linear', slope, intercept), ('constant', value) or a dict like the table format's"
+        )
+    if isinstance(spec, bool):
+        raise ArgumentError(f"invalid {side} tail {spec!r}")
+    if isinstance(spec, (int, float, np.floating, np.integer)):
+        return {"kind": "constant", "value": float(spec)}
+    if isinstance(spec, tuple) and spec and isinstance(spec[0], str):
+        kind = spec[0].lower()
+        try:
+            if kind == "linear" and len(spec) == 3:
+                return {"kind": "linear", "slope": float(spec[1]), "intercept": float(spec[2])}
+            if kind == "constant" and len(spec) == 2:
+                return {"kind": "constant", "value": float(spec[1])}
+        except (TypeError, ValueError):
+            pass
+        if kind in ("clamp", "extend") and len(spec) == 1:
+            return {"kind": kind}
+        raise ArgumentError(f"invalid {side} tail {spec!r}")
+    if isinstance(spec, dict):
+        return dict(spec)
+    raise ArgumentError(f"invalid {side} tail {spec!r}")
+
+
+def _f32_list(values: Any, what: str) -> list:
+    try:
+        arr = np.asarray(_to_numpy(values), dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError(f"{what} must be numbers: {e}") from None
+    return [float(v) for v in arr.astype(np.float32).ravel()]
+
+
+def _to_numpy(values: Any) -> Any:
+    """Tensors (any device) → numpy; everything else unchanged."""
+    if hasattr(values, "detach") and hasattr(values, "cpu"):
+        t = values.detach().cpu()
+        if str(t.dtype) == "torch.bfloat16":
+            t = t.float()
+        return t.numpy()
+    return values
+
+
+class Table:
+    """A piecewise polynomial table: P partitions, degree D, per-partition anchors and
+    coefficients (highest power first, in ``t = x - anchor``), and a tail policy per side.
+
+    Build one with :func:`pwpa.fit`, :meth:`Table.load`, :meth:`Table.from_json`,
+    :meth:`Table.from_seed`, or directly::
+
+        Table(breakpoints=[-1, 0, 1], coeffs=[[1, 0], [2, 0]])            # anchors 0: t = x
+        Table.uniform(-8, 8, coeffs, anchors="midpoint", left_tail=0, right_tail="extend")
+
+    Call it on numpy arrays or torch tensors: ``table(x)``, ``table(x, out=y)``.
+    """
+
+    __slots__ = ("_native", "_deriv", "_handle", "_meta_cache", "__weakref__")
+
+    def __init__(
+        self,
+        breakpoints: Union[Sequence[float], dict],
+        coeffs: Any,
+        *,
+        anchors: Union[Sequence[float], str, None] = None,
+        degree: Optional[int] = None,
+        left_tail: TailSpec = "clamp",
+        right_tail: TailSpec = "clamp",
+        layout: str = "aos",
+        meta: Optional[dict] = None,
+    ) -> None:
+        uniform = None
+        pts = None
+        if isinstance(breakpoints, dict):
+            try:
+                lo, hi, p = float(breakpoints["lo"]), float(breakpoints["hi"]), int(breakpoints["partitions"])
+            except (KeyError, TypeError, ValueError):
+                raise ArgumentError(
+                    "uniform breakpoints are a dict {'lo': ..., 'hi': ..., 'partitions': ...}"
+                ) from None
+            if p < 0:
+                raise ArgumentError(f"partitions must be non-negative (got {p})")
+            uniform = (lo, hi, p)
+            points = [lo + (hi - lo) * i / p for i in range(p + 1)] if p > 0 else [lo, hi]
+        else:
+            pts = _f32_list(breakpoints, "breakpoints")
+            points = pts
+            p = max(len(pts) - 1, 0)
+        c = np.asarray(_to_numpy(coeffs), dtype=np.float64)
+        if layout not in ("aos", "soa"):
+            raise ArgumentError(f"unknown layout '{layout}' (expected aos or soa)")
+        if degree is None:
+            if c.ndim == 2:
+                degree = c.shape[1] - 1 if layout == "aos" else c.shape[0] - 1
+            elif c.ndim == 1 and p > 0 and c.size % p == 0 and c.size > 0:
+                degree = c.size // p - 1
+            else:
+                raise ShapeError(
+                    f"cannot infer the degree from coefficients of shape {c.shape} and {p} partitions; "
+                    "pass degree= or a (P, D+1) array"
+                )
+        flat = _f32_list(c, "coefficients")
+        if layout == "soa":
+            flat = _native.permute_layout(flat, p, int(degree), False)
+        if isinstance(anchors, str):
+            if anchors == "midpoint":
+                anchor_list = [float(np.float32(0.5 * (points[i] + points[i + 1]))) for i in range(p)]
+            elif anchors == "zero":
+                anchor_list = [0.0] * p
+            else:
+                raise ArgumentError(f"anchors must be a list, 'midpoint' or 'zero' (got '{anchors}')")
+        elif anchors is None:
+            anchor_list = [0.0] * p
+        else:
+            anchor_list = _f32_list(anchors, "anchors")
+        meta_json = None
+        if meta is not None:
+            try:
+                meta_json = json.dumps(meta)
+            except (TypeError, ValueError) as e:
+                raise ArgumentError(f"meta must be JSON-serialisable: {e}") from None
+        self._init(
+            _native.Table.build(
+                uniform,
+                pts,
+                int(degree),
+                anchor_list,
+                flat,
+                _tail_dict(left_tail, "left") or {"kind": "clamp"},
+                _tail_dict(right_tail, "right") or {"kind": "clamp"},
+                meta_json,
+            )
+        )
+
+    def _init(self, native: "_native.Table") -> None:
+        self._native = native
+        self._deriv = None
+        self._handle = None
+        self._meta_cache = None
+
+    @classmethod
+    def _wrap(cls, native: "_native.Table") -> "Table":
+        t = cls.__new__(cls)
+        t._init(native)
+        return t
+
+    # ---- construction and I/O -------------------------------------------------
+
+    @classmethod
+    def uniform(cls, lo: float, hi: float, coeffs: Any, **kwargs: Any) -> "Table":
+        """A table on ``P`` equal pieces of ``[lo, hi]`` (P = number of coefficient rows)."""
+        c = np.asarray(_to_numpy(coeffs))
+        if c.ndim != 2:
+            raise ShapeError(f"Table.uniform needs (P, D+1) coefficients, got shape {c.shape}")
+        p = c.shape[0] if kwargs.get("layout", "aos") == "aos" else c.shape[1]
+        return cls({"lo": lo, "hi": hi, "partitions": p}, c, **kwargs)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Table":
+        """Parses and validates the JSON table format."""
+        return cls._wrap(_native.Table.from_json(text))
+
+    @classmethod
+    def load(cls, path: Union[str, os.PathLike]) -> "Table":
+        """Loads and validates a table file (raises TableError / PwpaIOError)."""
+        return cls._wrap(_native.Table.load(os.fspath(path)))
+
+    def save(self, path: Union[str, os.PathLike], layout: str = "aos") -> None:
+        """Writes the table atomically (never a half-written file)."""
+        self._native.save(os.fspath(path), layout)
+
+    def to_json(self, layout: str = "aos") -> str:
+        """The JSON text of the table, coefficients in ``layout`` ('aos' or 'soa')."""
+        return self._native.to_json(layout)
+
+    @classmethod
+    def from_seed(cls, coeffs: Any, partition_points: Any, degree: Optional[int] = None) -> "Table":
+        """Imports torchPACE's format exactly: global-x AoS coefficients (P, D+1), highest
+        power first, and P+1 partition points. Anchors are 0 and both tails extend the
+        edge polynomial (the seed's use of piece 0 at or above the last point is fixed)."""
+        pts = _f32_list(partition_points, "partition points")
+        c = np.asarray(_to_numpy(coeffs), dtype=np.float64)
+        p = len(pts) - 1
+        if degree is None:
+            if c.ndim == 2:
+                degree = c.shape[1] - 1
+            elif p > 0 and c.size % p == 0 and c.size > 0:
+                degree = c.size // p - 1
+            else:
+                raise ShapeError(
+                    f"{c.size} coefficients do not split into {p} partitions "
+                    f"({len(pts)} partition points)"
+                )
+        return cls._wrap(_native.Table.from_seed(_f32_list(c, "coefficients"), pts, int(degree)))
+
+    def to_seed(self) -> Tuple[np.ndarray, np.ndarray, bool]:
+        """(coeffs (P, D+1) float32 in global x, partition points float32, exact)."""
+        c, pts, exact = self._native.to_seed()
+        return (
+            np.asarray(c, dtype=np.float32).reshape(self.partitions, self.degree + 1),
+            np.asarray(pts, dtype=np.float32),
+            exact,
+        )
+
+    def __reduce__(self):
+        return (Table.from_json, (self.to_json(),))
+
+    # ---- properties -------------------------------------------------------------
+
+    def _doc(self) -> dict:
+        if self._meta_cache is None:
+            self._meta_cache = json.loads(self._native.to_json("aos"))
+        return self._meta_cache
+
+    @property
+    def partitions(self) -> int:
+        """P, the number of partitions."""
+        return self._native.partitions
+
+    P = partitions
+
+    @property
+    def degree(self) -> int:
+        """D, the polynomial degree."""
+        return self._native.degree
+
+    D = degree
+
+    @property
+    def uniform_breakpoints(self) -> bool:
+        """Whether the breakpoints are a uniform grid."""
+        return self._native.uniform
+
+    @property
+    def breakpoints(self) -> np.ndarray:
+        """The P+1 breakpoints (float64; nominal positions for a uniform grid)."""
+        return np.asarray(self._native.points, dtype=np.float64)
+
+    @property
+    def range(self) -> Tuple[float, float]:
+        """(b_0, b_P)."""
+        pts = self._native.points
+        return (pts[0], pts[-1])
+
+    @property
+    def coeffs(self) -> np.ndarray:
+        """Coefficients (P, D+1) float32, highest power first, in ``t = x - anchor``."""
+        return np.asarray(self._native.coeffs, dtype=np.float32).reshape(self.partitions, self.degree + 1)
+
+    @property
+    def anchors(self) -> np.ndarray:
+        """One anchor per partition (float32)."""
+        return np.asarray(self._native.anchors, dtype=np.float32)
+
+    @property
+    def left_tail(self) -> dict:
+        """The left tail policy as in the table format ({'kind': ..., ...})."""
+        return dict(self._doc()["tails"]["left"])
+
+    @property
+    def right_tail(self) -> dict:
+        """The right tail policy as in the table format."""
+        return dict(self._doc()["tails"]["right"])
+
+    @property
+    def tails(self) -> Tuple[dict, dict]:
+        """(left, right) tail policies."""
+        return (self.left_tail, self.right_tail)
+
+    @property
+    def meta(self) -> dict:
+        """Provenance recorded in the table (function, fit options, error report)."""
+        return dict(self._doc().get("meta", {}))
+
+    @property
+    def handle(self) -> int:
+        """An int naming this table to the ``pwpa::eval`` torch op (stable for its life)."""
+        if self._handle is None:
+            self._handle = next(_HANDLES)
+            _REGISTRY[self._handle] = self
+        return self._handle
+
+    # ---- analysis -------------------------------------------------------------
+
+    def derivative(self) -> "Table":
+        """The exact derivative of the pieces (degree D-1, same breakpoints; cached)."""
+        if self._deriv is None:
+            self._deriv = Table._wrap(self._native.derivative())
+        return self._deriv
+
+    def report(self, target: Optional[str] = None, dtype: Any = "f32", samples: Optional[int] = None) -> dict:
+        """The error report against ``target`` (default: the function recorded in the
+        table) in output type ``dtype``, as a dict."""
+        return json.loads(self._native.report(target, _dtype_name(dtype), samples))
+
+    def plot(self, path: Union[str, os.PathLike], **kwargs: Any) -> None:
+        """Plots the table and its error (SVG). Not available in this build."""
+        # `pwpa::plot::plot` is not in the core crate this package was built against.
+        raise NotImplementedError(
+            "Table.plot needs pwpa::plot, which this build of the core library does not have yet"
+        )
+
+    # ---- evaluation -------------------------------------------------------------
+
+    def __call__(self, x: Any, out: Any = None) -> Any:
+        """Evaluates the table on a numpy array, a torch tensor (CPU or CUDA; autograd
+        and torch.compile through the ``pwpa::eval`` op), or a Python number/list.
+        The result has the input's shape and dtype; ``out=`` writes into an existing
+        array/tensor of the same shape (its dtype may differ: f32/f16/bf16)."""
+        return eval_array(self, x, out)
+
+    eval = __call__
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Table):
+            return NotImplemented
+        return self._native == other._native
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return repr(self._native).replace("Table(", "pwpa.Table(", 1)
+
+
+def _dtype_name(dtype: Any) -> str:
+    """'f32'/'float32'/np.float32/torch.bfloat16/… → a name the core parses."""
+    if isinstance(dtype, str):
+        return dtype
+    s = str(dtype)
+    if s.startswith("torch."):
+        return s[len("torch.") :]
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return s
+
+
+def load(path: Union[str, os.PathLike]) -> Table:
+    """Loads and validates a table file."""
+    return Table.load(path)
+
+
+def functions() -> list:
+    """The catalogue: a list of dicts with name, description and default range."""
+    return [
+        {"name": n, "description": d, "range": tuple(r)} for (n, d, r) in _native.functions()
+    ]
+
+
+def cuda_compiled() -> bool:
+    """Whether this build has CUDA support."""
+    return _native.cuda_compiled()
+
+
+def cuda_device_name(ordinal: int = 0) -> str:
+    """The name of CUDA device ``ordinal`` (CudaUnavailableError without CUDA support)."""
+    return _native.cuda_device_name(int(ordinal))
+
+
+def set_parallelism(enabled: bool) -> None:
+    """Turns multi-threaded CPU evaluation on or off for this process (off in forked children)."""
+    _native.set_parallelism(bool(enabled))
+
+
+def cuda_available() -> bool:
+    """Whether this build can use a CUDA device (driver and NVRTC present)."""
+    return _native.cuda_available()
+
+
+def fit(
+    func: Union[str, Tuple[Any, Any]],
+    range: Optional[Tuple[float, float]] = None,
+    partitions: int = 16,
+    degree: int = 3,
+    method: str = "minimax",
+    breakpoints: str = "adaptive",
+    error: str = "abs",
+    max_error: Optional[float] = None,
+    exact: Any = None,
+    continuous: bool = False,
+    exp_tails: bool = False,
+    left_tail: TailSpec = None,
+    right_tail: TailSpec = None,
+    vary_degree: bool = False,
+    max_partitions: int = 4096,
+    max_degree: int = 15,
+    progress: Optional[Callable[[float, str], None]] = None,
+) -> Table:
+    """Fits a table — every option of ``pwpa fit``.
+
+    func: a catalogue name (``pwpa.functions()``), an expression in ``x``, or
+        ``(xs, ys)`` samples. range: (lo, hi), default the function's.
+    partitions, degree: P and D (a search starts from them when a goal is given).
+    method: 'minimax' or 'lsq'. breakpoints: 'adaptive' or 'uniform'.
+    error: 'abs' or 'rel' — the measure max_error and the fit use.
+    max_error: smallest P (or D, with vary_degree=True) meeting this error.
+    exact: a dtype ('bf16', 'f16', 'f32'): correctly rounded for every input of it.
+    continuous: C0 at breakpoints. exp_tails: exp2 tails where the function decays.
+    left_tail/right_tail: 'clamp', 'extend', a number, ('linear', a, b), ('constant', v)
+        or a format dict; default the function's. max_partitions/max_degree: search limits.
+    progress: called as progress(fraction, message) during long fits.
+    The GIL is released while fitting.
+    """
+    target = None
+    samples = None
+    if isinstance(func, str):
+        target = func
+    elif isinstance(func, tuple) and len(func) == 2:
+        xs = np.asarray(_to_numpy(func[0]), dtype=np.float64).ravel()
+        ys = np.asarray(_to_numpy(func[1]), dtype=np.float64).ravel()
+        if xs.shape != ys.shape:
+            raise ShapeError(f"samples: {xs.size} x values but {ys.size} y values")
+        samples = (xs.tolist(), ys.tolist())
+    else:
+        raise ArgumentError(
+            f"func must be a function name, an expression in x, or (xs, ys) samples (got {type(func).__name__})"
+        )
+    if range is not None:
+        try:
+            lo, hi = range
+            range = (float(lo), float(hi))
+        except (TypeError, ValueError):
+            raise ArgumentError(f"range must be (lo, hi), got {range!r}") from None
+    if exact is not None:
+        if isinstance(exact, bool):
+            raise ArgumentError("exact= takes a dtype: 'bf16', 'f16' or 'f32'")
+        exact = _dtype_name(exact)
+    for name, v in (("partitions", partitions), ("degree", degree), ("max_partitions", max_partitions), ("max_degree", max_degree)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ArgumentError(f"{name} must be a non-negative integer (got {v!r})")
+    native = _native.fit(
+        target,
+        samples,
+        range,
+        int(partitions),
+        int(degree),
+        str(method),
+        str(breakpoints),
+        str(error),
+        None if max_error is None else float(max_error),
+        bool(vary_degree),
+        exact,
+        bool(continuous),
+        _tail_dict(left_tail, "left"),
+        _tail_dict(right_tail, "right"),
+        bool(exp_tails),
+        int(max_partitions),
+        int(max_degree),
+        progress,
+    )
+    return Table._wrap(native)

@@ -1,0 +1,144 @@
+"""Evaluation on numpy arrays and torch tensors: dtype/shape/device checks, then raw
+pointers to the native evaluator (zero-copy for contiguous inputs)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from .errors import CudaUnavailableError, DeviceError, DTypeError, ShapeError, ArgumentError
+
+SUPPORTED = "float32, float16, bfloat16"
+
+_NP_NAMES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+
+
+def _np_code(dtype: np.dtype, what: str) -> str:
+    code = _NP_NAMES.get(np.dtype(dtype).name)
+    if code is None:
+        raise DTypeError(f"unsupported {what} dtype {np.dtype(dtype).name} (supported: {SUPPORTED})")
+    return code
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def _is_tensor(x: Any) -> bool:
+    torch = _torch()
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def torch_code(dtype: Any, what: str = "input") -> str:
+    """'f32' | 'f16' | 'bf16' for a torch dtype, else DTypeError naming the supported ones."""
+    torch = _torch()
+    code = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}.get(dtype)
+    if code is None:
+        name = str(dtype).replace("torch.", "")
+        raise DTypeError(f"unsupported {what} dtype {name} (supported: {SUPPORTED})")
+    return code
+
+
+def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:
+    """Evaluates ``table`` on tensor ``x`` into tensor ``y`` (same shape and device;
+    dtypes f32/f16/bf16, possibly different). No autograd. Returns ``y``."""
+    torch = _torch()
+    if not isinstance(y, torch.Tensor):
+        raise ArgumentError(f"out must be a torch.Tensor when the input is one (got {type(y).__name__})")
+    xd = torch_code(x.dtype, "input")
+    yd = torch_code(y.dtype, "output")
+    if x.device != y.device:
+        raise DeviceError(f"input is on {x.device} but output is on {y.device}; they must be on the same device")
+    if tuple(x.shape) != tuple(y.shape):
+        raise ShapeError(f"output shape {tuple(y.shape)} differs from input shape {tuple(x.shape)}")
+    check_device(x.device)
+    xc = x.contiguous()
+    target = y if y.is_contiguous() else torch.empty(y.shape, dtype=y.dtype, device=y.device)
+    n = xc.numel()
+    native = table._native
+    if n > 0:
+        if x.device.type == "cpu":
+            native._eval_cpu(xc.data_ptr(), target.data_ptr(), n, xd, yd)
+        else:
+            index = x.device.index if x.device.index is not None else torch.cuda.current_device()
+            stream = torch.cuda.current_stream(x.device).cuda_stream
+            native._eval_cuda(index, xc.data_ptr(), target.data_ptr(), n, xd, yd, int(stream))
+    if target is not y:
+        y.copy_(target)
+    return y
+
+
+def check_device(device: Any) -> None:
+    """Raises unless pwpa can evaluate on ``device`` (cpu always; cuda with CUDA support)."""
+    if device.type == "cpu":
+        return
+    if device.type == "cuda":
+        from . import _native
+
+        if not _native.cuda_compiled():
+            raise CudaUnavailableError(
+                "got a CUDA tensor, but this build of pwpa has no CUDA support "
+                "(rebuild the wheel with the `cuda` cargo feature)"
+            )
+        return
+    raise DeviceError(f"pwpa evaluates tensors on cpu and cuda, not on {device.type}")
+
+
+def _eval_numpy(table: Any, x: Any, out: Any) -> Any:
+    scalar = False
+    if not isinstance(x, np.ndarray):
+        if isinstance(x, np.generic):
+            x = np.asarray(x)
+        else:
+            # Python numbers and lists: evaluate in float32.
+            scalar = np.ndim(x) == 0
+            try:
+                x = np.asarray(x, dtype=np.float32)
+            except (TypeError, ValueError) as e:
+                raise ArgumentError(f"cannot evaluate a {type(x).__name__}: {e}") from None
+    xd = _np_code(x.dtype, "input")
+    if not x.dtype.isnative:
+        x = x.astype(x.dtype.newbyteorder("="))
+    xc = np.require(x, requirements=["C", "A"])
+    if out is None:
+        y = np.empty(x.shape, dtype=x.dtype)
+        target = y
+    else:
+        if not isinstance(out, np.ndarray):
+            raise ArgumentError(f"out must be a numpy array when the input is one (got {type(out).__name__})")
+        if out.shape != x.shape:
+            raise ShapeError(f"output shape {out.shape} differs from input shape {x.shape}")
+        if not out.flags.writeable:
+            raise ArgumentError("out is read-only")
+        y = out
+        direct = out.flags.c_contiguous and out.flags.aligned and out.dtype.isnative
+        target = out if direct else np.empty(out.shape, dtype=out.dtype.newbyteorder("="))
+    yd = _np_code(target.dtype, "output")
+    if xc.size > 0:
+        table._native._eval_cpu(xc.ctypes.data, target.ctypes.data, xc.size, xd, yd)
+    if target is not y:
+        y[...] = target
+    if scalar and out is None:
+        return float(y)
+    return y
+
+
+def eval_array(table: Any, x: Any, out: Any = None) -> Any:
+    """``table(x, out=None)`` for every supported input kind."""
+    if _is_tensor(x):
+        if out is not None:
+            torch = _torch()
+            if torch.is_grad_enabled() and (x.requires_grad or getattr(out, "requires_grad", False)):
+                raise ArgumentError(
+                    "table(x, out=y) does not support automatic differentiation (like PyTorch's out= "
+                    "functions): call table(x) instead, or use torch.no_grad()"
+                )
+            return eval_tensor_into(table, x, out)
+        from . import torch as pwpa_torch  # registers the custom op
+
+        return pwpa_torch.pwpa_eval(x, table)
+    if _is_tensor(out):
+        raise DeviceError("the input is not a torch tensor but out is; pass tensors for both or neither")
+    return _eval_numpy(table, x, out)

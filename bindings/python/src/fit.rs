@@ -1,0 +1,221 @@
+//! `pwpa._native.fit` and `functions`: every `FitOptions` field, the GIL released.
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use pwpa::fit::{ErrorMeasure, FitOptions, Goal, Method, Placement, Progress};
+use pwpa::{Tail, Target};
+
+use crate::errors::{raise, IntoPy};
+use crate::table::{parse_dtype, NativeTable};
+
+/// Parses and validates a tail given as a dict like the table format's
+/// (`{"kind": "linear", "slope": a, "intercept": b}`, …); non-finite values allowed
+/// where the core allows them.
+pub fn parse_tail(py: Python<'_>, side: &'static str, spec: &Bound<'_, PyDict>) -> PyResult<Tail> {
+    let bad = |msg: String| raise(py, "ArgumentError", format!("invalid {side} tail: {msg}"));
+    let get = |key: &str| -> PyResult<Bound<'_, PyAny>> {
+        spec.get_item(key)?
+            .ok_or_else(|| bad(format!("missing field '{key}'")))
+    };
+    let num = |key: &str| -> PyResult<f32> {
+        get(key)?
+            .extract::<f64>()
+            .map(|v| v as f32)
+            .map_err(|_| bad(format!("field '{key}' must be a number")))
+    };
+    let kind: String = get("kind")?
+        .extract()
+        .map_err(|_| bad("field 'kind' must be a string".into()))?;
+    let allowed: &[&str] = match kind.as_str() {
+        "clamp" | "extend" => &["kind"],
+        "linear" => &["kind", "slope", "intercept"],
+        "constant" => &["kind", "value"],
+        "exp2" => &["kind", "negative", "anchor", "coefficients"],
+        other => {
+            return Err(bad(format!(
+                "unknown kind '{other}' (expected clamp, extend, linear, constant or exp2)"
+            )))
+        }
+    };
+    for key in spec.keys() {
+        let key: String = key.extract()?;
+        if !allowed.contains(&key.as_str()) {
+            return Err(bad(format!("unexpected field '{key}' for a {kind} tail")));
+        }
+    }
+    let tail = match kind.as_str() {
+        "clamp" => Tail::Clamp,
+        "extend" => Tail::Extend,
+        "linear" => Tail::Linear {
+            slope: num("slope")?,
+            intercept: num("intercept")?,
+        },
+        "constant" => Tail::Constant {
+            value: num("value")?,
+        },
+        _ => Tail::Exp2 {
+            negative: get("negative")?
+                .extract()
+                .map_err(|_| bad("field 'negative' must be a bool".into()))?,
+            anchor: num("anchor")?,
+            coeffs: get("coefficients")?
+                .extract::<Vec<f64>>()
+                .map_err(|_| bad("field 'coefficients' must be a list of numbers".into()))?
+                .into_iter()
+                .map(|v| v as f32)
+                .collect(),
+        },
+    };
+    tail.validate(side).py_err(py)?;
+    Ok(tail)
+}
+
+fn choice<T: Copy>(py: Python<'_>, what: &str, value: &str, options: &[(&str, T)]) -> PyResult<T> {
+    let v = value.to_ascii_lowercase();
+    options
+        .iter()
+        .find(|(n, _)| *n == v)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+            raise(
+                py,
+                "ArgumentError",
+                format!(
+                    "unknown {what} '{value}' (expected one of: {})",
+                    names.join(", ")
+                ),
+            )
+        })
+}
+
+/// Fits a table. `target` is a catalogue name or an expression in x; `samples`
+/// (xs, ys) fits sampled data instead. Argument checking that needs Python types
+/// is done by `pwpa.fit` in Python.
+#[pyfunction]
+#[pyo3(signature = (target, samples, range, partitions, degree, method, placement, measure,
+                    max_error, vary_degree, exact, continuous, left_tail, right_tail, exp_tails,
+                    max_partitions, max_degree, progress))]
+pub fn fit(
+    py: Python<'_>,
+    target: Option<String>,
+    samples: Option<(Vec<f64>, Vec<f64>)>,
+    range: Option<(f64, f64)>,
+    partitions: usize,
+    degree: usize,
+    method: &str,
+    placement: &str,
+    measure: &str,
+    max_error: Option<f64>,
+    vary_degree: bool,
+    exact: Option<String>,
+    continuous: bool,
+    left_tail: Option<Bound<'_, PyDict>>,
+    right_tail: Option<Bound<'_, PyDict>>,
+    exp_tails: bool,
+    max_partitions: usize,
+    max_degree: usize,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<NativeTable> {
+    let method = choice(
+        py,
+        "method",
+        method,
+        &[("minimax", Method::Minimax), ("lsq", Method::Lsq)],
+    )?;
+    let placement = choice(
+        py,
+        "breakpoints",
+        placement,
+        &[
+            ("adaptive", Placement::Adaptive),
+            ("uniform", Placement::Uniform),
+        ],
+    )?;
+    let measure = choice(
+        py,
+        "error measure",
+        measure,
+        &[
+            ("abs", ErrorMeasure::Absolute),
+            ("absolute", ErrorMeasure::Absolute),
+            ("rel", ErrorMeasure::Relative),
+            ("relative", ErrorMeasure::Relative),
+        ],
+    )?;
+    let goal = match (max_error, exact) {
+        (Some(_), Some(_)) => {
+            return Err(raise(
+                py,
+                "ArgumentError",
+                "give max_error or exact, not both".into(),
+            ))
+        }
+        (Some(error), None) => {
+            if !(error.is_finite() && error > 0.0) {
+                return Err(raise(
+                    py,
+                    "ArgumentError",
+                    format!("max_error must be a positive finite number (got {error})"),
+                ));
+            }
+            Goal::MaxError { error, vary_degree }
+        }
+        (None, Some(dt)) => Goal::Exact(parse_dtype(py, &dt)?),
+        (None, None) => Goal::Fixed,
+    };
+    let left_tail = left_tail.map(|d| parse_tail(py, "left", &d)).transpose()?;
+    let right_tail = right_tail
+        .map(|d| parse_tail(py, "right", &d))
+        .transpose()?;
+    let opts = FitOptions {
+        range,
+        partitions,
+        degree,
+        method,
+        placement,
+        measure,
+        goal,
+        continuous,
+        left_tail,
+        right_tail,
+        exp_tails,
+        max_partitions,
+        max_degree,
+    };
+    let table = py
+        .detach(move || {
+            let target = match (target, samples) {
+                (_, Some((xs, ys))) => Target::from_samples(xs, ys)?,
+                (Some(spec), None) => Target::parse(&spec)?,
+                (None, None) => {
+                    return Err(pwpa::Error::InvalidArgument(
+                        "nothing to fit: give a function name, an expression or samples".into(),
+                    ))
+                }
+            };
+            let report = |p: Progress| {
+                if let Some(cb) = &progress {
+                    Python::attach(|py| {
+                        // A failing progress callback must not abort the fit.
+                        if let Err(e) = cb.call1(py, (p.fraction, p.message)) {
+                            e.write_unraisable(py, None);
+                        }
+                    });
+                }
+            };
+            pwpa::fit::fit(&target, &opts, &report)
+        })
+        .py_err(py)?;
+    Ok(NativeTable::new(table))
+}
+
+/// The catalogue as (name, description, (lo, hi)) tuples.
+#[pyfunction]
+pub fn functions() -> Vec<(String, String, (f64, f64))> {
+    pwpa::funcs::catalogue()
+        .iter()
+        .map(|f| (f.name.to_string(), f.description.to_string(), f.range))
+        .collect()
+}

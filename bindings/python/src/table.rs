@@ -1,0 +1,428 @@
+//! `pwpa._native.Table`: a validated core table plus its prepared evaluators.
+//!
+//! The Python package (`py_src/pwpa/__init__.py`) wraps this class; the `_eval_*`
+//! methods take raw pointers and are private to it (it checks dtypes, shapes,
+//! contiguity and devices and keeps the buffers alive during the call).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use pwpa::eval::{Evaluator, Parallelism};
+use pwpa::format;
+use pwpa::{bf16, f16, Breakpoints, DType, Element, Layout, Table};
+
+use crate::errors::{raise, IntoPy};
+use crate::fit::parse_tail;
+
+/// A piecewise polynomial table (native part).
+#[pyclass(name = "Table", module = "pwpa._native", frozen)]
+pub struct NativeTable {
+    pub(crate) table: Table,
+    evaluator: OnceLock<Evaluator>,
+    sequential: OnceLock<Evaluator>,
+    #[cfg(feature = "cuda")]
+    pub(crate) cuda: crate::cuda::TableCache,
+}
+
+impl NativeTable {
+    /// Wraps a validated core table.
+    pub fn new(table: Table) -> Self {
+        NativeTable {
+            table,
+            evaluator: OnceLock::new(),
+            sequential: OnceLock::new(),
+            #[cfg(feature = "cuda")]
+            cuda: Default::default(),
+        }
+    }
+
+    fn evaluator(&self) -> &Evaluator {
+        if PARALLEL.load(Ordering::Relaxed) {
+            self.evaluator.get_or_init(|| Evaluator::new(&self.table))
+        } else {
+            self.sequential.get_or_init(|| {
+                Evaluator::new(&self.table).with_parallelism(Parallelism::Sequential)
+            })
+        }
+    }
+}
+
+/// Whether evaluation may use rayon's pool. Cleared in forked children (DataLoader
+/// workers), where the parent's pool threads do not exist and rayon would hang.
+static PARALLEL: AtomicBool = AtomicBool::new(true);
+
+/// Turns multi-threaded CPU evaluation on or off for this process.
+#[pyfunction]
+pub fn set_parallelism(enabled: bool) {
+    PARALLEL.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether multi-threaded CPU evaluation is on.
+#[pyfunction]
+pub fn parallelism() -> bool {
+    PARALLEL.load(Ordering::Relaxed)
+}
+
+/// Parses a dtype name (`f32`, `float16`, `bfloat16`, …) into a DTypeError on failure.
+pub fn parse_dtype(py: Python<'_>, s: &str) -> PyResult<DType> {
+    s.parse::<DType>().py_err(py)
+}
+
+fn parse_layout(py: Python<'_>, s: &str) -> PyResult<Layout> {
+    s.parse::<Layout>().py_err(py)
+}
+
+/// Checks a raw buffer: non-null (when n > 0) and aligned for its element type.
+fn check_ptr(py: Python<'_>, what: &str, ptr: usize, n: usize, dtype: DType) -> PyResult<()> {
+    if n > 0 && ptr == 0 {
+        return Err(raise(
+            py,
+            "ArgumentError",
+            format!("{what} pointer is null"),
+        ));
+    }
+    if ptr % dtype.size() != 0 {
+        return Err(raise(
+            py,
+            "ArgumentError",
+            format!("{what} pointer {ptr:#x} is not aligned for {dtype}"),
+        ));
+    }
+    if n.checked_mul(dtype.size())
+        .is_none_or(|b| b > isize::MAX as usize)
+    {
+        return Err(raise(
+            py,
+            "ArgumentError",
+            format!("{n} elements is too many"),
+        ));
+    }
+    Ok(())
+}
+
+/// Evaluates `n` elements from `x` into `y`, handling aliasing: same buffer and
+/// type → in place; any other overlap → the input is copied first.
+///
+/// # Safety
+/// `x` must be valid for reads of `n` `T`s and `y` for writes of `n` `U`s, both
+/// aligned, and nothing else may access them during the call.
+unsafe fn eval_typed<T: Element, U: Element>(ev: &Evaluator, x: usize, y: usize, n: usize) {
+    if n == 0 {
+        return;
+    }
+    let xb = n * std::mem::size_of::<T>();
+    let yb = n * std::mem::size_of::<U>();
+    let overlap = x < y + yb && y < x + xb;
+    if !overlap {
+        // SAFETY: caller guarantees validity; the ranges are disjoint.
+        let input = unsafe { std::slice::from_raw_parts(x as *const T, n) };
+        let output = unsafe { std::slice::from_raw_parts_mut(y as *mut U, n) };
+        ev.eval(input, output).expect("lengths are equal");
+    } else if x == y && T::DTYPE == U::DTYPE {
+        // SAFETY: one buffer of n T's (T and U are the same type here).
+        let data = unsafe { std::slice::from_raw_parts_mut(x as *mut T, n) };
+        ev.eval_in_place(data);
+    } else {
+        // SAFETY: read the input fully before writing the output.
+        let input = unsafe { std::slice::from_raw_parts(x as *const T, n) }.to_vec();
+        let output = unsafe { std::slice::from_raw_parts_mut(y as *mut U, n) };
+        ev.eval(&input, output).expect("lengths are equal");
+    }
+}
+
+/// Dispatches on the (input, output) dtypes.
+///
+/// # Safety
+/// As [`eval_typed`], with `x`/`y` holding elements of `xd`/`yd`.
+pub(crate) unsafe fn eval_raw(ev: &Evaluator, x: usize, y: usize, n: usize, xd: DType, yd: DType) {
+    macro_rules! go {
+        ($t:ty) => {
+            match yd {
+                DType::F32 => unsafe { eval_typed::<$t, f32>(ev, x, y, n) },
+                DType::F16 => unsafe { eval_typed::<$t, f16>(ev, x, y, n) },
+                DType::BF16 => unsafe { eval_typed::<$t, bf16>(ev, x, y, n) },
+            }
+        };
+    }
+    match xd {
+        DType::F32 => go!(f32),
+        DType::F16 => go!(f16),
+        DType::BF16 => go!(bf16),
+    }
+}
+
+#[pymethods]
+impl NativeTable {
+    /// Parses a table from the JSON format (validated).
+    #[staticmethod]
+    fn from_json(py: Python<'_>, text: &str) -> PyResult<Self> {
+        let (t, _layout) = format::from_json(text).py_err(py)?;
+        Ok(NativeTable::new(t))
+    }
+
+    /// Loads and validates a table file.
+    #[staticmethod]
+    fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
+        let t = py.detach(|| format::load(&path)).py_err(py)?;
+        Ok(NativeTable::new(t))
+    }
+
+    /// Builds and validates a table. `points` are the P+1 breakpoints, or `uniform`
+    /// gives (lo, hi, P); coefficients are AoS, highest power first.
+    #[staticmethod]
+    #[pyo3(signature = (uniform, points, degree, anchors, coeffs, left, right, meta_json = None))]
+    fn build(
+        py: Python<'_>,
+        uniform: Option<(f32, f32, usize)>,
+        points: Option<Vec<f32>>,
+        degree: usize,
+        anchors: Vec<f32>,
+        coeffs: Vec<f32>,
+        left: Bound<'_, PyDict>,
+        right: Bound<'_, PyDict>,
+        meta_json: Option<&str>,
+    ) -> PyResult<Self> {
+        let breakpoints = match (uniform, points) {
+            (Some((lo, hi, p)), None) => Breakpoints::uniform(lo, hi, p),
+            (None, Some(pts)) => Breakpoints::arbitrary(pts),
+            _ => {
+                return Err(raise(
+                    py,
+                    "ArgumentError",
+                    "give either uniform (lo, hi, P) or a list of points".into(),
+                ))
+            }
+        }
+        .py_err(py)?;
+        let left = parse_tail(py, "left", &left)?;
+        let right = parse_tail(py, "right", &right)?;
+        let mut t = Table::new(breakpoints, degree, anchors, coeffs, left, right).py_err(py)?;
+        if let Some(m) = meta_json {
+            match serde_json::from_str::<serde_json::Value>(m) {
+                Ok(serde_json::Value::Object(map)) => t.meta = map,
+                _ => {
+                    return Err(raise(
+                        py,
+                        "ArgumentError",
+                        "meta must be a JSON-serialisable dict".into(),
+                    ))
+                }
+            }
+        }
+        Ok(NativeTable::new(t))
+    }
+
+    /// Imports the seed's global-x AoS format exactly (anchors 0, extend tails).
+    #[staticmethod]
+    fn from_seed(
+        py: Python<'_>,
+        coeffs: Vec<f32>,
+        points: Vec<f32>,
+        degree: usize,
+    ) -> PyResult<Self> {
+        let t = Table::from_seed(coeffs, points, degree).py_err(py)?;
+        Ok(NativeTable::new(t))
+    }
+
+    /// (global-x AoS coefficients, points, exact).
+    fn to_seed(&self) -> (Vec<f32>, Vec<f32>, bool) {
+        self.table.to_seed()
+    }
+
+    /// The JSON text with coefficients in `layout` (`aos` or `soa`).
+    #[pyo3(signature = (layout = "aos"))]
+    fn to_json(&self, py: Python<'_>, layout: &str) -> PyResult<String> {
+        Ok(format::to_json(&self.table, parse_layout(py, layout)?))
+    }
+
+    /// Writes the table atomically.
+    #[pyo3(signature = (path, layout = "aos"))]
+    fn save(&self, py: Python<'_>, path: std::path::PathBuf, layout: &str) -> PyResult<()> {
+        let layout = parse_layout(py, layout)?;
+        py.detach(|| format::save(&self.table, &path, layout))
+            .py_err(py)
+    }
+
+    /// P.
+    #[getter]
+    fn partitions(&self) -> usize {
+        self.table.partitions()
+    }
+
+    /// D.
+    #[getter]
+    fn degree(&self) -> usize {
+        self.table.degree()
+    }
+
+    /// Whether the breakpoints are uniform.
+    #[getter]
+    fn uniform(&self) -> bool {
+        self.table.breakpoints().is_uniform()
+    }
+
+    /// The P+1 breakpoints (nominal positions for a uniform grid), as f64.
+    #[getter]
+    fn points(&self) -> Vec<f64> {
+        self.table.breakpoints().points_f64()
+    }
+
+    /// The reciprocal step of a uniform grid (0 for arbitrary breakpoints).
+    #[getter]
+    fn inv_step(&self) -> f32 {
+        self.table.breakpoints().inv_step()
+    }
+
+    /// AoS coefficients, flat P·(D+1), highest power first.
+    #[getter]
+    fn coeffs(&self) -> Vec<f32> {
+        self.table.coeffs().to_vec()
+    }
+
+    /// One anchor per partition.
+    #[getter]
+    fn anchors(&self) -> Vec<f32> {
+        self.table.anchors().to_vec()
+    }
+
+    /// The scalar oracle at one f32 input (for tests and debugging).
+    fn eval_scalar(&self, x: f32) -> f32 {
+        self.table.eval_f32(x)
+    }
+
+    /// The derivative table (degree D−1, same breakpoints).
+    fn derivative(&self, py: Python<'_>) -> PyResult<Self> {
+        let d = self.table.derivative().py_err(py)?;
+        Ok(NativeTable::new(d))
+    }
+
+    /// The error report against `target` (a catalogue name or expression; default:
+    /// the `function` recorded in the table's metadata), as JSON text.
+    #[pyo3(signature = (target = None, dtype = "f32", samples = None))]
+    fn report(
+        &self,
+        py: Python<'_>,
+        target: Option<String>,
+        dtype: &str,
+        samples: Option<usize>,
+    ) -> PyResult<String> {
+        let dtype = parse_dtype(py, dtype)?;
+        let spec = match target {
+            Some(s) => s,
+            None => match self.table.meta.get("function").and_then(|v| v.as_str()) {
+                Some(s) => s.to_string(),
+                None => {
+                    return Err(raise(
+                        py,
+                        "ArgumentError",
+                        "the table does not record the function it approximates; pass target="
+                            .into(),
+                    ))
+                }
+            },
+        };
+        let mut opts = pwpa::metrics::ReportOptions {
+            dtype,
+            ..Default::default()
+        };
+        if let Some(s) = samples {
+            opts.samples = s;
+        }
+        let table = &self.table;
+        py.detach(move || {
+            let target = pwpa::Target::parse(&spec)?;
+            let r = pwpa::metrics::report(table, &target, &opts);
+            serde_json::to_string(&r).map_err(|e| pwpa::Error::Format(e.to_string()))
+        })
+        .py_err(py)
+    }
+
+    /// CPU evaluation on raw buffers (private to the Python package).
+    ///
+    /// The caller guarantees that `x` holds `n` contiguous elements of `x_dtype` and `y`
+    /// room for `n` of `y_dtype`, alive for the call. Releases the GIL.
+    fn _eval_cpu(
+        &self,
+        py: Python<'_>,
+        x: usize,
+        y: usize,
+        n: usize,
+        x_dtype: &str,
+        y_dtype: &str,
+    ) -> PyResult<()> {
+        let xd = parse_dtype(py, x_dtype)?;
+        let yd = parse_dtype(py, y_dtype)?;
+        check_ptr(py, "input", x, n, xd)?;
+        check_ptr(py, "output", y, n, yd)?;
+        let ev = self.evaluator();
+        // SAFETY: the Python caller passes live, contiguous, aligned buffers of n elements.
+        py.detach(|| unsafe { eval_raw(ev, x, y, n, xd, yd) });
+        Ok(())
+    }
+
+    /// CUDA evaluation on device pointers on `stream` of device `device`.
+    fn _eval_cuda(
+        &self,
+        py: Python<'_>,
+        device: usize,
+        x: usize,
+        y: usize,
+        n: usize,
+        x_dtype: &str,
+        y_dtype: &str,
+        stream: u64,
+    ) -> PyResult<()> {
+        let xd = parse_dtype(py, x_dtype)?;
+        let yd = parse_dtype(py, y_dtype)?;
+        check_ptr(py, "input", x, n, xd)?;
+        check_ptr(py, "output", y, n, yd)?;
+        crate::cuda::eval(py, self, device, x, y, n, xd, yd, stream)
+    }
+
+    /// CUDA evaluation of the table and `deriv` (its derivative) in one pass: y and dy.
+    fn _eval_cuda_with_derivative(
+        &self,
+        py: Python<'_>,
+        deriv: &NativeTable,
+        device: usize,
+        x: usize,
+        y: usize,
+        dy: usize,
+        n: usize,
+        x_dtype: &str,
+        y_dtype: &str,
+        stream: u64,
+    ) -> PyResult<()> {
+        let xd = parse_dtype(py, x_dtype)?;
+        let yd = parse_dtype(py, y_dtype)?;
+        check_ptr(py, "input", x, n, xd)?;
+        check_ptr(py, "output", y, n, yd)?;
+        check_ptr(py, "derivative output", dy, n, yd)?;
+        crate::cuda::eval_with_derivative(py, self, deriv, device, x, y, dy, n, xd, yd, stream)
+    }
+
+    fn __eq__(&self, other: &NativeTable) -> bool {
+        self.table == other.table
+    }
+
+    fn __repr__(&self) -> String {
+        let t = &self.table;
+        format!(
+            "Table(P={}, D={}, range=[{}, {}], {}, tails={}/{})",
+            t.partitions(),
+            t.degree(),
+            t.breakpoints().lo(),
+            t.breakpoints().hi(),
+            if t.breakpoints().is_uniform() {
+                "uniform"
+            } else {
+                "arbitrary"
+            },
+            t.left_tail().kind(),
+            t.right_tail().kind()
+        )
+    }
+}

@@ -1,0 +1,146 @@
+"""Seed-compatible ops (torchPACE API) against a pure numpy f64 re-implementation of
+the seed's semantics: first i with x < points[i+1], global-x Horner."""
+
+import numpy as np
+import pytest
+import torch
+
+import pwpa
+import pwpa.ops as ops
+from conftest import fma32
+
+
+def seed_f64(x, coeffs_aos, points):
+    """The seed's base kernel in f64 (with its defect: no partition found -> 0)."""
+    x = np.asarray(x, np.float64)
+    p = len(points) - 1
+    idx = np.zeros(x.shape, np.int64)
+    found = np.zeros(x.shape, bool)
+    for i in range(p):
+        hit = ~found & (x < points[i + 1])
+        idx[hit] = i
+        found |= hit
+    c = np.asarray(coeffs_aos, np.float64)[idx]
+    r = np.zeros(x.shape)
+    for k in range(c.shape[-1]):
+        r = r * x + c[..., k]
+    return r, found
+
+
+def seed_f32_fma(x, coeffs_aos, points):
+    """The same with the defect fixed and f32 FMA Horner (what pwpa computes)."""
+    x = np.asarray(x, np.float32)
+    p = len(points) - 1
+    idx = np.full(x.shape, p - 1, np.int64)
+    found = np.zeros(x.shape, bool)
+    for i in range(p):
+        hit = ~found & (x < points[i + 1])
+        idx[hit] = i
+        found |= hit
+    c = np.asarray(coeffs_aos, np.float32)[idx]
+    r = c[:, 0].copy()
+    for k in range(1, c.shape[1]):
+        r = fma32(r, x, c[:, k])
+    return r
+
+
+@pytest.mark.parametrize("P,D", [(1, 0), (8, 1), (16, 3), (64, 5), (256, 3)])
+def test_matches_seed_semantics(P, D):
+    rng = np.random.default_rng(P * 31 + D)
+    coeffs = rng.uniform(-10, 10, size=(P, D + 1)).astype(np.float32)
+    points = np.linspace(-6, 6, P + 1).astype(np.float32)
+    x = np.concatenate(
+        [rng.uniform(-7, 5.999, 4000), points[:-1], [-7.5, -6.0]]
+    ).astype(np.float32)  # all below the last point: where the seed is well defined
+    want64, found = seed_f64(x, coeffs, points)
+    xt, ct, pt_ = torch.from_numpy(x), torch.from_numpy(coeffs), torch.from_numpy(points)
+    for got in (
+        ops.pwpa(xt, ct, pt_),
+        ops._pwpa(xt, ct, pt_),
+        ops.pwpa(xt, ops.aos2soa(ct, D), pt_, AoS=False),
+        torch.from_numpy(ops.pwpa(x, coeffs, points)),
+    ):
+        assert got.dtype == torch.float32 and got.shape == xt.shape
+        # bit-exact against the f32 FMA re-implementation...
+        np.testing.assert_array_equal(got.numpy(), seed_f32_fma(x, coeffs, points))
+        # ...and close to the f64 semantics (bound: Horner error of f32 evaluation)
+        scale = np.sum(np.abs(coeffs[np.clip(np.searchsorted(points[1:], x, side="right"), 0, P - 1)])
+                       * np.abs(x.astype(np.float64))[:, None] ** np.arange(D, -1, -1), axis=1)
+        assert np.all(np.abs(got.numpy() - want64) <= 4 * (D + 1) * 2.0**-24 * scale + 1e-30)
+
+
+def test_out_of_range_defect_is_fixed():
+    coeffs = torch.tensor([[1.0, 0.0], [0.0, 5.0]])  # piece 0: x, piece 1: 5
+    points = torch.tensor([-1.0, 0.0, 1.0])
+    x = torch.tensor([1.0, 2.0, -3.0, float("nan")])
+    y = ops.pwpa(x, coeffs, points)
+    seed, _ = seed_f64(x.numpy(), coeffs.numpy(), points.numpy())
+    # The seed uses piece 0 at and above the last point (1.0, 2.0); pwpa the last piece.
+    assert seed[0] == 1.0 and seed[1] == 2.0
+    assert y[0] == 5.0 and y[1] == 5.0
+    assert y[2] == -3.0  # below the first point: piece 0, as in the seed
+    assert torch.isnan(y[3])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_inputs_compute_in_f32_and_round_once(dtype):
+    rng = np.random.default_rng(5)
+    P, D = 32, 3
+    coeffs = torch.from_numpy(rng.uniform(-2, 2, size=(P, D + 1)).astype(np.float32)).to(dtype)
+    points = torch.linspace(-4, 4, P + 1).to(dtype)
+    x = torch.from_numpy(rng.uniform(-4, 3.9, 3000).astype(np.float32)).to(dtype)
+    got = ops.pwpa(x, coeffs, points)
+    assert got.dtype == dtype
+    want = seed_f32_fma(x.float().numpy(), coeffs.float().numpy(), points.float().numpy())
+    assert torch.equal(got, torch.from_numpy(want).to(dtype))
+
+
+def test_layout_conversions():
+    P, D = 5, 3
+    aos = torch.arange(P * (D + 1), dtype=torch.float32).reshape(P, D + 1)
+    soa = ops.aos2soa(aos, D)
+    assert soa.shape == (D + 1, P) and soa.is_contiguous()
+    for p in range(P):
+        for k in range(D + 1):
+            assert soa[k, p] == aos[p, k]  # the seed's SoA: coeffs[k * P + p]
+    assert torch.equal(ops.soa2aos(soa, D), aos)
+    flat = ops.aos2soa(aos.reshape(-1), D)
+    assert flat.shape == (P * (D + 1),) and torch.equal(flat, soa.reshape(-1))
+    assert torch.equal(ops.soa2aos(flat, D), aos.reshape(-1))
+    a = aos.numpy()
+    np.testing.assert_array_equal(ops.soa2aos(ops.aos2soa(a, D), D), a)
+    assert ops.aos2soa(aos.half(), D).dtype == torch.float16
+
+
+def test_shape_errors():
+    coeffs = torch.zeros(4, 3)
+    points = torch.linspace(-1, 1, 5)
+    x = torch.zeros(10)
+    with pytest.raises(pwpa.ShapeError, match=r"AoS coeffs of shape \(4, 3\) do not match 3 partitions"):
+        ops.pwpa(x, coeffs, torch.linspace(-1, 1, 4))
+    with pytest.raises(pwpa.ShapeError, match=r"SoA coeffs of shape \(4, 3\) do not match 4 partitions"):
+        ops.pwpa(x, coeffs, points, AoS=False)
+    with pytest.raises(pwpa.ShapeError, match="10 coefficients do not split into 4 partitions"):
+        ops.pwpa(x, torch.zeros(10), points)
+    with pytest.raises(pwpa.ShapeError, match="partition_points must be a 1-D tensor"):
+        ops._pwpa(x, coeffs, torch.zeros(1))
+    with pytest.raises(pwpa.ShapeError, match="do not hold whole polynomials of degree 3"):
+        ops.aos2soa(torch.zeros(10), 3)
+    with pytest.raises(pwpa.ShapeError, match=r"are not \(P, D\+1\) for D = 3"):
+        ops.aos2soa(torch.zeros(4, 3), 3)
+    with pytest.raises(pwpa.ArgumentError, match="D must be a non-negative integer"):
+        ops.aos2soa(coeffs, -1)
+    with pytest.raises(pwpa.TableError, match="strictly increasing"):
+        ops.pwpa(x, coeffs, torch.tensor([0.0, 1.0, 1.0, 2.0, 3.0]))
+    with pytest.raises(pwpa.ArgumentError, match="x is a torch tensor but coeffs is a ndarray"):
+        ops.pwpa(x, coeffs.numpy(), points)
+    with pytest.raises(pwpa.DTypeError):
+        ops.pwpa(x.double(), coeffs, points)
+
+
+def test_gradient_through_seed_op():
+    coeffs = torch.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 0.0]])  # x^2+2x+3 ; 0.5x^2 - x
+    points = torch.tensor([-2.0, 0.0, 2.0])
+    x = torch.tensor([-1.0, 1.0], requires_grad=True)
+    ops.pwpa(x, coeffs, points).sum().backward()
+    assert torch.equal(x.grad, torch.tensor([0.0, 0.0]))  # 2x+2 at -1; x-1 at 1

@@ -1,0 +1,186 @@
+"""The pwpa::eval custom op: opcheck, autograd against the derivative table and finite
+differences, torch.compile(fullgraph=True), the PwPA module, replace_activations."""
+
+import copy
+import gc
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import pwpa
+import pwpa.torch as pt
+from conftest import reference_eval
+
+
+def centres(table, per_piece=5):
+    """Points well inside each partition (away from the breakpoints' kinks)."""
+    pts = table.breakpoints
+    w = np.diff(pts)
+    fr = np.linspace(0.2, 0.8, per_piece)
+    return (pts[:-1, None] + w[:, None] * fr[None, :]).ravel().astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_opcheck(random_table, dtype):
+    x = torch.linspace(-5, 7, 257, dtype=torch.float32).to(dtype).reshape(257)
+    torch.library.opcheck(torch.ops.pwpa.eval.default, (x, random_table.handle))
+    xg = x.clone().requires_grad_(dtype == torch.float32)
+    torch.library.opcheck(torch.ops.pwpa.eval.default, (xg, random_table.handle))
+    g = torch.ones_like(x)
+    torch.library.opcheck(torch.ops.pwpa.eval_backward.default, (g, x, random_table.handle))
+
+
+def test_forward_is_the_table(sigmoid_table):
+    x = torch.linspace(-10, 10, 1001)
+    y = pt.pwpa_eval(x, sigmoid_table)
+    assert torch.equal(y, torch.from_numpy(reference_eval(sigmoid_table, x.numpy())))
+    assert torch.equal(sigmoid_table(x), y)
+
+
+def test_gradient_is_the_derivative_table(random_table):
+    x = torch.from_numpy(centres(random_table)).requires_grad_()
+    y = random_table(x)
+    y.backward(torch.ones_like(y))
+    d = random_table.derivative()
+    # grad * d with grad = 1 is exact: bitwise equal to the derivative table.
+    assert torch.equal(x.grad, torch.from_numpy(d(x.detach().numpy())))
+    # and with a non-trivial upstream gradient
+    x.grad = None
+    g = torch.linspace(-2, 2, x.numel())
+    random_table(x).backward(g)
+    want = (g.double() * torch.from_numpy(d(x.detach().numpy())).double()).float()
+    assert torch.equal(x.grad, want)
+
+
+def test_gradient_matches_finite_differences(sigmoid_table):
+    x = torch.from_numpy(centres(sigmoid_table, 3)).double()
+
+    def f64_table(v):
+        # the table's pieces in f64, for central differences
+        i = np.clip(np.searchsorted(sigmoid_table.breakpoints[1:-1], v, side="right"), 0, sigmoid_table.partitions - 1)
+        c = sigmoid_table.coeffs.astype(np.float64)[i]
+        t = v - sigmoid_table.anchors.astype(np.float64)[i]
+        r = c[:, 0].copy()
+        for k in range(1, c.shape[1]):
+            r = r * t + c[:, k]
+        return r
+
+    h = 1e-4
+    fd = (f64_table(x.numpy() + h) - f64_table(x.numpy() - h)) / (2 * h)
+    xf = x.float().requires_grad_()
+    sigmoid_table(xf).sum().backward()
+    np.testing.assert_allclose(xf.grad.numpy(), fd, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:Input #0 requires gradient")
+def test_gradcheck_f32(sigmoid_table):
+    x = torch.from_numpy(centres(sigmoid_table, 2)[::3].copy()).requires_grad_()
+    assert torch.autograd.gradcheck(
+        lambda v: pt.pwpa_eval(v, sigmoid_table), (x,), eps=1e-2, atol=2e-3, rtol=2e-2, fast_mode=False
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_backward_in_16bit(random_table, dtype):
+    x = torch.from_numpy(centres(random_table)).to(dtype).requires_grad_()
+    random_table(x).sum().backward()
+    assert x.grad.dtype == dtype
+    want = random_table.derivative()(x.detach().float().numpy())
+    assert torch.equal(x.grad, torch.from_numpy(want).to(dtype))
+
+
+def test_torch_compile_fullgraph_forward_and_backward(sigmoid_table):
+    torch._dynamo.reset()
+    model = nn.Sequential(nn.Linear(8, 16), pt.PwPA(sigmoid_table), nn.Linear(16, 4))
+
+    def fn(x):
+        return model(x).sum()
+
+    compiled = torch.compile(fn, fullgraph=True, backend="aot_eager")
+    x = torch.randn(32, 8)
+    eager = fn(x)
+    got = compiled(x)
+    assert torch.equal(eager, got)
+    got.backward()
+    g1 = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    fn(x).backward()
+    for a, b in zip(g1, [p.grad for p in model.parameters()]):
+        torch.testing.assert_close(a, b)
+
+
+def test_torch_compile_inductor(random_table):
+    torch._dynamo.reset()
+    act = pt.PwPA(random_table)
+    f = torch.compile(lambda x: act(x * 2) + 1, fullgraph=True)
+    x = torch.linspace(-4, 4, 999)
+    assert torch.equal(f(x), act(x * 2) + 1)
+
+
+def test_module_state_dict_carries_the_table(random_table, sigmoid_table):
+    m = nn.Sequential(pt.PwPA(random_table))
+    sd = m.state_dict()
+    m2 = nn.Sequential(pt.PwPA(sigmoid_table))
+    m2.load_state_dict(sd)
+    assert m2[0].table == random_table
+    x = torch.linspace(-3, 3, 50)
+    assert torch.equal(m2(x), m(x))
+    m3 = copy.deepcopy(m)
+    assert m3[0].table == random_table and torch.equal(m3(x), m(x))
+    assert "P=10, D=3" in repr(m)
+
+
+def test_replace_activations(sigmoid_table, random_table):
+    model = nn.Sequential(
+        nn.Linear(4, 4),
+        nn.GELU(),
+        nn.Sequential(nn.Linear(4, 4), nn.SiLU(), nn.GELU(approximate="tanh")),
+        nn.ReLU(),
+    )
+    out = pt.replace_activations(model, {nn.GELU: sigmoid_table, nn.SiLU: random_table})
+    assert out is model
+    assert isinstance(model[1], pt.PwPA) and model[1].table == sigmoid_table
+    assert isinstance(model[2][1], pt.PwPA) and model[2][1].table == random_table
+    assert isinstance(model[2][2], pt.PwPA)
+    assert isinstance(model[3], nn.ReLU)
+    # callable: only exact-erf GELUs
+    m = nn.Sequential(nn.GELU(), nn.GELU(approximate="tanh"))
+    pt.replace_activations(m, {nn.GELU: lambda mod: sigmoid_table if mod.approximate == "none" else None})
+    assert isinstance(m[0], pt.PwPA) and isinstance(m[1], nn.GELU)
+    assert isinstance(pt.replace_activations(nn.GELU(), {nn.GELU: sigmoid_table}), pt.PwPA)
+    with pytest.raises(TypeError, match="nn.Module subclasses"):
+        pt.replace_activations(model, {"gelu": sigmoid_table})
+
+
+def test_dead_handle_is_a_clear_error():
+    t = pwpa.Table([0.0, 1.0], [[1.0, 0.0]])
+    h = t.handle
+    del t
+    gc.collect()
+    with pytest.raises(pwpa.ArgumentError, match=f"handle {h} does not refer to a live table"):
+        torch.ops.pwpa.eval(torch.zeros(3), h)
+
+
+def test_unsupported_dtype_through_the_op(random_table):
+    with pytest.raises(pwpa.DTypeError, match="supported: float32, float16, bfloat16"):
+        random_table(torch.zeros(3, dtype=torch.float64, requires_grad=True))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_value_and_derivative(random_table, dtype):
+    x = torch.linspace(-5, 7, 3001).to(dtype)
+    y, dy = pt.value_and_derivative(x, random_table)
+    assert torch.equal(y, random_table(x))
+    assert torch.equal(dy, random_table.derivative()(x))
+    _, d32 = pt.value_and_derivative(x, random_table, torch.float32)
+    assert d32.dtype == torch.float32
+
+
+def test_out_with_autograd_is_refused(random_table):
+    x = torch.zeros(3, requires_grad=True)
+    with pytest.raises(pwpa.ArgumentError, match="does not support automatic differentiation"):
+        random_table(x, out=torch.empty(3))
+    with torch.no_grad():
+        random_table(x, out=torch.empty(3))
