@@ -282,7 +282,11 @@ pub(crate) fn fit_piece(
     let h = 0.5 * (b - a);
     let zero = spec.zero_anchored;
     // Degree of q where p = x·q.
-    let dq = if zero { degree.saturating_sub(1) } else { degree };
+    let dq = if zero {
+        degree.saturating_sub(1)
+    } else {
+        degree
+    };
     let mut prob = Problem {
         f,
         m,
