@@ -108,3 +108,30 @@ fn explore_one() {
     println!("bps {:?}", o.table.breakpoints());
     println!("meta {:?}", o.table.meta);
 }
+
+#[test]
+#[ignore]
+fn explore_time() {
+    let c = case("gelu");
+    let f = c.1;
+    let gf = func(&c, &f);
+    for (p, d) in [(16, 3), (256, 3), (256, 5)] {
+        let t = std::time::Instant::now();
+        let o = fit_function(
+            &gf,
+            &FitOptions {
+                partitions: p,
+                degree: d,
+                ..Default::default()
+            },
+            &|_| {},
+        )
+        .unwrap();
+        println!(
+            "P{p} D{d}: {:?} err {:e} unconv {}",
+            t.elapsed(),
+            o.verified_error,
+            o.unconverged_pieces
+        );
+    }
+}

@@ -145,6 +145,17 @@ pub(crate) fn adaptive(
     let mut stall = 0;
     let iters = ctx.adapt_iters;
     let k = (d + 1) as f64;
+    let mut history: Vec<f64> = Vec::new();
+    // Below this the f32 coefficients and Horner dominate: equalising further is moot.
+    let floor = match ctx.measure {
+        super::ErrorMeasure::Relative => 2f64.powi(-27),
+        super::ErrorMeasure::Absolute => {
+            let fmax = (0..=256)
+                .map(|i| (ctx.f)(lo + (hi - lo) * i as f64 / 256.0).abs())
+                .fold(0.0, f64::max);
+            2f64.powi(-27) * fmax
+        }
+    };
     for it in 0..iters {
         progress(Progress {
             fraction: it as f64 / iters as f64,
@@ -177,7 +188,10 @@ pub(crate) fn adaptive(
         if improved {
             best = Some(pcs);
         }
-        if maxe == 0.0 || mine >= maxe / 1.02 || lambda < 1.0 / 64.0 {
+        history.push(best.as_ref().map_or(maxe, |b| b.max_error()));
+        let stalled =
+            history.len() > 4 && history[history.len() - 1] > 0.99 * history[history.len() - 5];
+        if maxe == 0.0 || mine >= maxe / 1.02 || lambda < 1.0 / 64.0 || stalled || maxe < floor {
             break;
         }
         // Density per piece: c_i = e_i^(1/k) / h_i (error ≈ (c·h)^k).
