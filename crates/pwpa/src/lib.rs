@@ -12,6 +12,7 @@ pub mod fit;
 pub mod format;
 pub mod funcs;
 pub mod metrics;
+pub mod plot;
 pub mod table;
 
 pub use element::{DType, Element};

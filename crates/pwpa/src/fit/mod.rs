@@ -214,6 +214,8 @@ struct Ctx<'a> {
     continuous: bool,
     /// f(0) == 0 with 0 in range: pieces touching 0 are anchored there (relative error).
     zero_at_origin: bool,
+    /// Iterations of adaptive placement.
+    adapt_iters: usize,
 }
 
 /// The pieces of a fit (before tails).
@@ -339,10 +341,8 @@ pub fn fit_function(
     } else {
         opts.measure
     };
-    let zero_at_origin = measure == ErrorMeasure::Relative
-        && lo32 <= 0.0
-        && hi32 >= 0.0
-        && f(0.0) == 0.0;
+    let zero_at_origin =
+        measure == ErrorMeasure::Relative && lo32 <= 0.0 && hi32 >= 0.0 && f(0.0) == 0.0;
     let ctx = Ctx {
         f,
         lo: lo32,
@@ -352,6 +352,7 @@ pub fn fit_function(
         measure,
         continuous: opts.continuous,
         zero_at_origin,
+        adapt_iters: if exact.is_some() { 12 } else { 40 },
     };
 
     // Tails (decided first: the exact search checks in-range inputs only, but the
@@ -450,14 +451,8 @@ pub fn fit_function(
             "max_ulp_at": s.max_ulp_at,
         })
     };
-    m.insert(
-        format!("{checked}_in_range"),
-        sweep_json(&in_range),
-    );
-    m.insert(
-        format!("{checked}_all_finite"),
-        sweep_json(&all_finite),
-    );
+    m.insert(format!("{checked}_in_range"), sweep_json(&in_range));
+    m.insert(format!("{checked}_all_finite"), sweep_json(&all_finite));
     for (k, v) in tail_notes {
         m.insert(k, v);
     }
@@ -659,11 +654,25 @@ fn search_exact(
     let mut try_p = |p: usize| -> Result<(bool, Pieces)> {
         let mut pcs = build(ctx, p, d, &quiet)?;
         place::nudge_exact(&mut pcs, dt, refs);
-        let t = pcs.table(left.clone(), right.clone())?;
-        let s = verify::sweep_refs(&t, dt, refs);
+        let mut t = pcs.table(left.clone(), right.clone())?;
+        let mut s = verify::sweep_refs(&t, dt, refs);
+        // Pieces that still round wrongly are split in two (adaptive placement only),
+        // at most 3 rounds and never beyond the partition limit.
+        for _ in 0..3 {
+            if s.correct == s.inputs || ctx.placement != Placement::Adaptive {
+                break;
+            }
+            let Some(split) = place::split_wrong(ctx, &pcs, dt, refs, maxp) else {
+                break;
+            };
+            pcs = split;
+            place::nudge_exact(&mut pcs, dt, refs);
+            t = pcs.table(left.clone(), right.clone())?;
+            s = verify::sweep_refs(&t, dt, refs);
+        }
         let wrong = s.inputs - s.correct;
         if best.as_ref().is_none_or(|b| wrong < b.0) {
-            best = Some((wrong, p, s));
+            best = Some((wrong, pcs.breakpoints.partitions(), s));
         }
         Ok((wrong == 0, pcs))
     };

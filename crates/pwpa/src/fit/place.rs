@@ -118,6 +118,24 @@ pub(crate) fn adaptive(
     let mut pts: Vec<f64> = (0..=p)
         .map(|i| lo + (hi - lo) * i as f64 / p as f64)
         .collect();
+    // Under relative error a zero of f at 0 is a breakpoint: both neighbours are
+    // anchored at 0 and f/x is smooth on each side even where f has a kink there.
+    let snap = |pts: &mut Vec<f64>| {
+        if ctx.zero_at_origin && p >= 2 && lo < 0.0 && hi > 0.0 {
+            let i = (1..p)
+                .min_by(|&a, &b| pts[a].abs().partial_cmp(&pts[b].abs()).unwrap())
+                .unwrap();
+            pts[i] = 0.0;
+            // keep order
+            for j in 1..i {
+                pts[j] = pts[j].min(pts[i] * (1.0 - 1e-9) - 1e-30 * (i - j) as f64);
+            }
+            for j in i + 1..p {
+                pts[j] = pts[j].max(1e-30 * (j - i) as f64);
+            }
+        }
+    };
+    snap(&mut pts);
     let mut best: Option<Pieces> = None;
     if p == 1 {
         let bps = Breakpoints::arbitrary(vec![ctx.lo, ctx.hi])?;
@@ -125,8 +143,19 @@ pub(crate) fn adaptive(
     }
     let mut lambda: f64 = 1.0;
     let mut stall = 0;
-    let iters = 40;
+    let iters = ctx.adapt_iters;
     let k = (d + 1) as f64;
+    let mut history: Vec<f64> = Vec::new();
+    // Below this the f32 coefficients and Horner dominate: equalising further is moot.
+    let floor = match ctx.measure {
+        super::ErrorMeasure::Relative => 2f64.powi(-27),
+        super::ErrorMeasure::Absolute => {
+            let fmax = (0..=256)
+                .map(|i| (ctx.f)(lo + (hi - lo) * i as f64 / 256.0).abs())
+                .fold(0.0, f64::max);
+            2f64.powi(-27) * fmax
+        }
+    };
     for it in 0..iters {
         progress(Progress {
             fraction: it as f64 / iters as f64,
@@ -159,7 +188,10 @@ pub(crate) fn adaptive(
         if improved {
             best = Some(pcs);
         }
-        if maxe == 0.0 || mine >= maxe / 1.02 || lambda < 1.0 / 64.0 {
+        history.push(best.as_ref().map_or(maxe, |b| b.max_error()));
+        let stalled =
+            history.len() > 4 && history[history.len() - 1] > 0.99 * history[history.len() - 5];
+        if maxe == 0.0 || mine >= maxe / 1.02 || lambda < 1.0 / 64.0 || stalled || maxe < floor {
             break;
         }
         // Density per piece: c_i = e_i^(1/k) / h_i (error ≈ (c·h)^k).
@@ -202,6 +234,7 @@ pub(crate) fn adaptive(
         }
         pts[0] = lo;
         pts[p] = hi;
+        snap(&mut pts);
     }
     Ok(best.expect("at least one iteration"))
 }
@@ -246,7 +279,8 @@ pub(crate) fn nudge_exact(pcs: &mut Pieces, dt: DType, refs: &[(f32, u16)]) {
                 return None;
             }
             let mut best = (w0, c0.to_vec());
-            let mut state: u64 = 0x9E37_79B9_7F4A_7C15 ^ (i as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+            let mut state: u64 =
+                0x9E37_79B9_7F4A_7C15 ^ (i as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
             let mut rnd = || {
                 state ^= state << 13;
                 state ^= state >> 7;
@@ -283,4 +317,47 @@ pub(crate) fn nudge_exact(pcs: &mut Pieces, dt: DType, refs: &[(f32, u16)]) {
             pcs.coeffs[i * n..(i + 1) * n].copy_from_slice(&c);
         }
     }
+}
+
+/// Splits every piece that has wrongly rounded inputs at its midpoint and refits.
+/// None when nothing is wrong or the limit would be passed.
+pub(crate) fn split_wrong(
+    ctx: &Ctx,
+    pcs: &Pieces,
+    dt: DType,
+    refs: &[(f32, u16)],
+    max_partitions: usize,
+) -> Option<Pieces> {
+    let Breakpoints::Arbitrary(points) = &pcs.breakpoints else {
+        return None;
+    };
+    let p = pcs.breakpoints.partitions();
+    let n = pcs.degree + 1;
+    let mut bad = vec![false; p];
+    for &(x, r) in refs {
+        if x >= points[0] && x <= points[p] {
+            let i = pcs.breakpoints.index(x);
+            let v = horner(&pcs.coeffs[i * n..(i + 1) * n], x - pcs.anchors[i]);
+            if verify::ulp_distance(verify::round_f32(dt, v), r) != 0 {
+                bad[i] = true;
+            }
+        }
+    }
+    let extra = bad.iter().filter(|&&b| b).count();
+    if extra == 0 || p + extra > max_partitions {
+        return None;
+    }
+    let mut np = Vec::with_capacity(p + extra + 1);
+    for i in 0..p {
+        np.push(points[i]);
+        if bad[i] {
+            let m = (0.5 * (points[i] as f64 + points[i + 1] as f64)) as f32;
+            if m > points[i] && m < points[i + 1] {
+                np.push(m);
+            }
+        }
+    }
+    np.push(points[p]);
+    let bps = Breakpoints::arbitrary(np).ok()?;
+    Some(fit_pieces(ctx, bps, pcs.degree))
 }

@@ -282,7 +282,11 @@ pub(crate) fn fit_piece(
     let h = 0.5 * (b - a);
     let zero = spec.zero_anchored;
     // Degree of q where p = x·q.
-    let dq = if zero { degree.saturating_sub(1) } else { degree };
+    let dq = if zero {
+        degree.saturating_sub(1)
+    } else {
+        degree
+    };
     let mut prob = Problem {
         f,
         m,
@@ -515,7 +519,7 @@ fn remez(prob: &Problem) -> (Vec<f64>, f64, f64, bool) {
             } else if let Some(b) = best.as_mut() {
                 b.2 = b.2.max(mine);
             }
-            if maxe == 0.0 || (maxe - mine) <= 1e-6 * maxe {
+            if maxe == 0.0 || (maxe - mine) <= 2e-4 * maxe {
                 converged = true;
                 break;
             }

@@ -1,0 +1,341 @@
+//! Plots of a table: the function and its approximation with the breakpoints
+//! marked, and the error curve (absolute, or ULPs of an output type) beneath.
+//! SVG or PNG by the file extension; written to a temporary file, then renamed.
+//! PNG text uses the bundled DejaVu Sans font (no system fonts needed).
+
+use crate::element::{DType, Element};
+use crate::error::{Error, Result};
+use crate::funcs::Target;
+use crate::table::Table;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::Path;
+
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+
+/// Plot options.
+#[derive(Clone, Debug)]
+pub struct PlotOptions {
+    /// Image width in pixels.
+    pub width: u32,
+    /// Image height in pixels.
+    pub height: u32,
+    /// x range; `None`: the table's range widened by 10 % on each side (tails shown).
+    pub range: Option<(f64, f64)>,
+    /// Error in ULPs of this type instead of absolute error.
+    pub ulp: Option<DType>,
+    /// Points along x.
+    pub samples: usize,
+}
+
+impl Default for PlotOptions {
+    fn default() -> Self {
+        PlotOptions {
+            width: 1000,
+            height: 750,
+            range: None,
+            ulp: None,
+            samples: 2000,
+        }
+    }
+}
+
+fn perr(e: impl std::fmt::Display) -> Error {
+    Error::InvalidArgument(format!("cannot draw the plot: {e}"))
+}
+
+/// ULP distance of `got` from the correctly rounded `want` in type `dt`.
+fn ulps(dt: DType, got: f32, want: f64) -> f64 {
+    match dt {
+        DType::F32 => {
+            let w = want as f32;
+            ((got as f64 - w as f64) / <f32 as Element>::ulp_at(w as f64)).abs()
+        }
+        _ => match crate::fit::verify::round_f64(dt, want) {
+            Some(r) => {
+                crate::fit::verify::ulp_distance(crate::fit::verify::round_f32(dt, got), r) as f64
+            }
+            None => 0.0,
+        },
+    }
+}
+
+/// Draws `table` (and `target` with the error curve, when given) to `path`
+/// (`.svg` or `.png`).
+pub fn plot(
+    table: &Table,
+    target: Option<&Target>,
+    opts: &PlotOptions,
+    path: impl AsRef<Path>,
+) -> Result<()> {
+    match target {
+        Some(t) => {
+            let f = |x: f64| t.eval(x);
+            plot_fn(table, Some(&f), &t.name(), opts, path)
+        }
+        None => plot_fn(table, None, "table", opts, path),
+    }
+}
+
+/// [`plot`] for any f64 reference.
+pub fn plot_fn(
+    table: &Table,
+    f: Option<&dyn Fn(f64) -> f64>,
+    name: &str,
+    opts: &PlotOptions,
+    path: impl AsRef<Path>,
+) -> Result<()> {
+    let path = path.as_ref();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase())
+        .unwrap_or_default();
+    if opts.width < 200 || opts.height < 200 || opts.width > 10_000 || opts.height > 10_000 {
+        return Err(Error::InvalidArgument(format!(
+            "plot size {}x{} must be between 200 and 10000 pixels",
+            opts.width, opts.height
+        )));
+    }
+    let (lo, hi) = opts.range.unwrap_or_else(|| {
+        let (a, b) = (
+            table.breakpoints().lo() as f64,
+            table.breakpoints().hi() as f64,
+        );
+        let w = b - a;
+        (a - 0.1 * w, b + 0.1 * w)
+    });
+    if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+        return Err(Error::EmptyRange { lo, hi });
+    }
+    let n = opts.samples.clamp(16, 1_000_000);
+    let xs: Vec<f64> = (0..n)
+        .map(|i| lo + (hi - lo) * i as f64 / (n - 1) as f64)
+        .collect();
+    let ys: Vec<f64> = xs
+        .iter()
+        .map(|&x| table.eval_f32(x as f32) as f64)
+        .collect();
+    let fs: Option<Vec<f64>> = f.map(|f| xs.iter().map(|&x| f(x as f32 as f64)).collect());
+    let errs: Option<Vec<f64>> = fs.as_ref().map(|fs| {
+        xs.iter()
+            .zip(&ys)
+            .zip(fs)
+            .map(|((&x, &y), &w)| match opts.ulp {
+                Some(dt) => ulps(dt, table.eval_f32(x as f32), w),
+                None => (y - w).abs(),
+            })
+            .collect()
+    });
+    // Text layout needs a font for both backends: the bundled one.
+    plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
+        .map_err(|_| perr("the bundled font does not load"))?;
+    match ext.as_str() {
+        "svg" => {
+            let mut s = String::new();
+            {
+                let root =
+                    SVGBackend::with_string(&mut s, (opts.width, opts.height)).into_drawing_area();
+                draw_all(
+                    table,
+                    name,
+                    opts,
+                    &xs,
+                    &ys,
+                    fs.as_deref(),
+                    errs.as_deref(),
+                    root,
+                )?;
+            }
+            crate::format::write_atomic(path, s.as_bytes())
+        }
+        "png" => {
+            let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+            let tmp = dir.unwrap_or(Path::new(".")).join(format!(
+                ".{}.tmp-{}.png",
+                path.file_name()
+                    .map(|s| s.to_string_lossy().to_string())
+                    .unwrap_or_default(),
+                std::process::id()
+            ));
+            let res = {
+                let root = BitMapBackend::new(&tmp, (opts.width, opts.height)).into_drawing_area();
+                draw_all(
+                    table,
+                    name,
+                    opts,
+                    &xs,
+                    &ys,
+                    fs.as_deref(),
+                    errs.as_deref(),
+                    root,
+                )
+            };
+            if let Err(e) = res {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+            std::fs::rename(&tmp, path).map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                Error::io("cannot write", path, e)
+            })
+        }
+        _ => Err(Error::InvalidArgument(format!(
+            "plot file '{}' must end in .svg or .png",
+            path.display()
+        ))),
+    }
+}
+
+#[allow(clippy::type_complexity)]
+fn draw_all<DB: DrawingBackend>(
+    table: &Table,
+    name: &str,
+    opts: &PlotOptions,
+    xs: &[f64],
+    ys: &[f64],
+    fs: Option<&[f64]>,
+    errs: Option<&[f64]>,
+    root: DrawingArea<DB, Shift>,
+) -> Result<()> {
+    root.fill(&WHITE).map_err(perr)?;
+    let (top, bottom) = if errs.is_some() {
+        root.split_vertically((opts.height as f64 * 0.6) as u32)
+    } else {
+        (root.clone(), root.clone().shrink((0, 0), (0, 0)))
+    };
+    let (lo, hi) = (xs[0], xs[xs.len() - 1]);
+    let finite = |v: &&f64| v.is_finite();
+    let mut ymin = ys
+        .iter()
+        .filter(finite)
+        .copied()
+        .fold(f64::INFINITY, f64::min);
+    let mut ymax = ys
+        .iter()
+        .filter(finite)
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max);
+    if let Some(fs) = fs {
+        ymin = fs.iter().filter(finite).copied().fold(ymin, f64::min);
+        ymax = fs.iter().filter(finite).copied().fold(ymax, f64::max);
+    }
+    if !(ymin.is_finite() && ymax.is_finite()) {
+        ymin = -1.0;
+        ymax = 1.0;
+    }
+    let pad = 0.05 * (ymax - ymin).max(1e-30);
+    let title = format!(
+        "{name}: {} pieces of degree {}",
+        table.partitions(),
+        table.degree()
+    );
+    let mut chart = ChartBuilder::on(&top)
+        .caption(title, ("sans-serif", 22))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(70)
+        .build_cartesian_2d(lo..hi, (ymin - pad)..(ymax + pad))
+        .map_err(perr)?;
+    chart
+        .configure_mesh()
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(perr)?;
+    // Breakpoints.
+    for x in table.breakpoints().points_f64() {
+        if x >= lo && x <= hi {
+            chart
+                .draw_series(LineSeries::new(
+                    vec![(x, ymin - pad), (x, ymax + pad)],
+                    BLACK.mix(0.15),
+                ))
+                .map_err(perr)?;
+        }
+    }
+    if let Some(fs) = fs {
+        chart
+            .draw_series(LineSeries::new(
+                xs.iter()
+                    .copied()
+                    .zip(fs.iter().copied())
+                    .filter(|p| p.1.is_finite()),
+                BLUE.stroke_width(3),
+            ))
+            .map_err(perr)?
+            .label("function")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE));
+    }
+    chart
+        .draw_series(LineSeries::new(
+            xs.iter()
+                .copied()
+                .zip(ys.iter().copied())
+                .filter(|p| p.1.is_finite()),
+            RED.stroke_width(1),
+        ))
+        .map_err(perr)?
+        .label("table")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED));
+    chart
+        .draw_series(
+            table
+                .breakpoints()
+                .points_f64()
+                .into_iter()
+                .filter(|&x| x >= lo && x <= hi)
+                .map(|x| Circle::new((x, table.eval_f32(x as f32) as f64), 3, BLACK.filled())),
+        )
+        .map_err(perr)?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(perr)?;
+
+    if let Some(errs) = errs {
+        let emax = errs
+            .iter()
+            .filter(|v| v.is_finite())
+            .copied()
+            .fold(0.0, f64::max)
+            .max(1e-30);
+        let label = match opts.ulp {
+            Some(dt) => format!("error (ULP of {dt})"),
+            None => "absolute error".to_string(),
+        };
+        let mut ec = ChartBuilder::on(&bottom)
+            .caption(format!("{label}, max {emax:.3e}"), ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(70)
+            .build_cartesian_2d(lo..hi, 0.0..emax * 1.05)
+            .map_err(perr)?;
+        ec.configure_mesh()
+            .light_line_style(WHITE.mix(0.0))
+            .y_label_formatter(&|v| format!("{v:.1e}"))
+            .draw()
+            .map_err(perr)?;
+        for x in table.breakpoints().points_f64() {
+            if x >= lo && x <= hi {
+                ec.draw_series(LineSeries::new(
+                    vec![(x, 0.0), (x, emax * 1.05)],
+                    BLACK.mix(0.15),
+                ))
+                .map_err(perr)?;
+            }
+        }
+        ec.draw_series(LineSeries::new(
+            xs.iter()
+                .copied()
+                .zip(errs.iter().copied())
+                .filter(|p| p.1.is_finite()),
+            RGBColor(0, 130, 0),
+        ))
+        .map_err(perr)?;
+    }
+    root.present().map_err(perr)?;
+    Ok(())
+}

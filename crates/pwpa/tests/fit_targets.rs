@@ -1,0 +1,447 @@
+//! Fixed-case targets of the fitting engine, checked against local f64 references.
+
+mod fit_common;
+use fit_common::*;
+use pwpa::fit::*;
+use pwpa::{bf16, DType, Element, Error, Table};
+
+fn opts() -> FitOptions {
+    FitOptions::default()
+}
+
+/// Independent dense sweep of max |table − f| over [lo, hi].
+fn max_abs(t: &Table, f: fn(f64) -> f64, lo: f64, hi: f64, n: usize) -> f64 {
+    (0..=n)
+        .map(|i| {
+            let x = (lo + (hi - lo) * i as f64 / n as f64) as f32;
+            (t.eval_f32(x) as f64 - f(x as f64)).abs()
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Independent exhaustive bf16 check: (inputs, wrong, max ulp) over finite inputs in
+/// [lo, hi] (or all finite inputs).
+fn bf16_check(t: &Table, f: fn(f64) -> f64, range: Option<(f32, f32)>) -> (u64, u64, u64) {
+    let (mut n, mut wrong, mut max) = (0, 0, 0);
+    for bits in 0..=u16::MAX {
+        let x = bf16::from_bits(bits);
+        let xf = x.to_f32();
+        if !xf.is_finite() || range.is_some_and(|(lo, hi)| xf < lo || xf > hi) {
+            continue;
+        }
+        let want = <bf16 as Element>::from_f64(f(xf as f64));
+        let got: bf16 = t.eval(x);
+        let key = |v: bf16| {
+            let b = v.to_bits();
+            let m = (b & 0x7FFF) as i64;
+            if b & 0x8000 != 0 {
+                -m
+            } else {
+                m
+            }
+        };
+        let d = (key(want) - key(got)).unsigned_abs();
+        n += 1;
+        if d != 0 {
+            wrong += 1;
+        }
+        max = max.max(d);
+    }
+    (n, wrong, max)
+}
+
+#[test]
+fn gelu_adaptive_minimax_16x3_meets_target() {
+    let c = case("gelu");
+    let f = c.1;
+    let o = fit_function(&func(&c, &f), &opts(), &|_| {}).unwrap();
+    assert_eq!((o.partitions, o.degree), (16, 3));
+    assert!(!o.table.breakpoints().is_uniform());
+    let e = max_abs(&o.table, gelu, -8.0, 8.0, 200_000);
+    assert!(e <= 1.2e-5, "max abs error {e:e}");
+    assert!((o.verified_error - e).abs() < 0.05 * e);
+    assert_eq!(o.table.meta["function"], "gelu");
+    assert_eq!(o.table.meta["placement"], "adaptive");
+}
+
+#[test]
+fn gelu_uniform_minimax_is_within_5_percent_of_per_piece_optimum() {
+    let c = case("gelu");
+    let f = c.1;
+    let o = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            placement: Placement::Uniform,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(o.table.breakpoints().is_uniform());
+    for (i, (e, lb)) in o.piece_errors.iter().zip(&o.piece_lower_bounds).enumerate() {
+        // de la Vallée Poussin: lb ≤ optimum ≤ e.
+        if *e > 1e-12 {
+            assert!(
+                *e <= 1.05 * lb,
+                "piece {i}: error {e:e}, lower bound {lb:e}"
+            );
+        }
+    }
+    // The least-squares baseline on the same pieces is worse.
+    let l = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            placement: Placement::Uniform,
+            method: Method::Lsq,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    let em = max_abs(&o.table, gelu, -8.0, 8.0, 100_000);
+    let el = max_abs(&l.table, gelu, -8.0, 8.0, 100_000);
+    assert!(el > 1.3 * em, "lsq {el:e} vs minimax {em:e}");
+    assert!(
+        el > 3e-4 && el < 7e-4,
+        "seed baseline reproduces 5.3e-4: {el:e}"
+    );
+}
+
+#[test]
+fn relative_minimax_degree_1_of_exp_matches_theory() {
+    // e^x on [0, 1] by one linear piece: minimax abs error 0.105933 (classical).
+    let f = |x: f64| x.exp();
+    let func = FitFunction {
+        name: "exp".into(),
+        f: &f,
+        default_range: (0.0, 1.0),
+        default_tails: (Tail::Clamp, Tail::Clamp),
+    };
+    let o = fit_function(
+        &func,
+        &FitOptions {
+            partitions: 1,
+            degree: 1,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(
+        (o.fitted_error - 0.105_933).abs() < 1e-5,
+        "{}",
+        o.fitted_error
+    );
+}
+
+use pwpa::Tail;
+
+#[test]
+fn max_error_goal_finds_small_p_and_reports_unattainable() {
+    let c = case("gelu");
+    let f = c.1;
+    let o = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            goal: Goal::MaxError {
+                error: 1e-4,
+                vary_degree: false,
+            },
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    let e = max_abs(&o.table, gelu, -8.0, 8.0, 100_000);
+    assert!(e <= 1e-4 * 1.02, "{e:e}");
+    assert!(o.partitions <= 16, "P = {}", o.partitions);
+    // One piece fewer misses the target (the search found the boundary).
+    let fewer = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            partitions: o.partitions - 1,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(fewer.verified_error > 1e-4, "{}", fewer.verified_error);
+
+    // Smallest degree for 8 pieces.
+    let od = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            partitions: 8,
+            goal: Goal::MaxError {
+                error: 1e-3,
+                vary_degree: true,
+            },
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(max_abs(&od.table, gelu, -8.0, 8.0, 50_000) <= 1.02e-3);
+    assert!(od.degree >= 1 && od.degree <= 4, "D = {}", od.degree);
+
+    let err = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            max_partitions: 8,
+            goal: Goal::MaxError {
+                error: 1e-12,
+                vary_degree: false,
+            },
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::Fit(_)));
+    assert!(
+        msg.contains("best found") && msg.contains("8 pieces"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let log = |x: f64| x.ln();
+    let func = FitFunction {
+        name: "log".into(),
+        f: &log,
+        default_range: (-1.0, 1.0),
+        default_tails: (Tail::Clamp, Tail::Clamp),
+    };
+    let e = fit_function(&func, &opts(), &|_| {}).unwrap_err();
+    assert!(matches!(e, Error::NotFinite { x, .. } if x == -1.0), "{e}");
+    assert!(e.to_string().contains("log"));
+    let e = fit_function(
+        &func,
+        &FitOptions {
+            range: Some((0.5, 2.0)),
+            degree: 16,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::DegreeTooLarge { degree: 16, .. }), "{e}");
+    for p in [0, pwpa::table::MAX_PARTITIONS + 1] {
+        let e = fit_function(
+            &func,
+            &FitOptions {
+                range: Some((0.5, 2.0)),
+                partitions: p,
+                ..opts()
+            },
+            &|_| {},
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, Error::ZeroPartitions | Error::TooManyPartitions { .. }),
+            "{e}"
+        );
+    }
+    let e = fit_function(
+        &func,
+        &FitOptions {
+            range: Some((2.0, 0.5)),
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::EmptyRange { .. }), "{e}");
+    let e = fit_function(
+        &func,
+        &FitOptions {
+            range: Some((0.5, 2.0)),
+            goal: Goal::Exact(DType::F32),
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("bf16 or f16"), "{e}");
+}
+
+#[test]
+fn continuous_fit_meets_at_breakpoints_and_reports_cost() {
+    let c = case("gelu");
+    let f = c.1;
+    let free = fit_function(&func(&c, &f), &opts(), &|_| {}).unwrap();
+    let o = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            continuous: true,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    let t = &o.table;
+    for i in 1..t.partitions() {
+        let x = t.breakpoints().point(i) as f32;
+        let (a, b) = (t.eval_piece(i - 1, x), t.eval_piece(i, x));
+        let tol = 4.0 * f32::EPSILON * (1.0 + a.abs());
+        assert!((a - b).abs() <= tol, "jump {} at {x}", (a - b).abs());
+    }
+    assert!(o.max_jump <= 4.0 * f32::EPSILON as f64 * 9.0);
+    // C0 costs accuracy, but not much.
+    let e = max_abs(t, gelu, -8.0, 8.0, 100_000);
+    assert!(
+        e >= free.verified_error * 0.99 && e < 4.0 * free.verified_error,
+        "{e:e}"
+    );
+    assert_eq!(t.meta["continuous"], true);
+}
+
+#[test]
+fn exact_bf16_tanh_is_correctly_rounded_everywhere_exhaustively() {
+    let c = case("tanh");
+    let f = c.1;
+    let o = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            degree: 4,
+            partitions: 8,
+            goal: Goal::Exact(DType::BF16),
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(o.partitions <= 64 && o.degree == 4);
+    let (n, wrong, max) = bf16_check(&o.table, f, Some((-9.0, 9.0)));
+    assert!(n > 30_000);
+    assert_eq!((wrong, max), (0, 0), "{n} inputs");
+    // The engine sweeps -0 as +0 (one input fewer).
+    assert!(o.in_range.inputs == n || o.in_range.inputs + 1 == n);
+    assert_eq!(o.in_range.correct, o.in_range.inputs);
+    // Constant ±1 tails are exact for tanh beyond 9 in bf16.
+    let (_, wrong_all, _) = bf16_check(&o.table, f, None);
+    assert_eq!(wrong_all, 0);
+    assert_eq!(o.all_finite.max_ulp, 0);
+}
+
+#[test]
+fn exp2_tails_keep_sigmoid_within_one_ulp_for_every_bf16_input() {
+    let c = case("sigmoid");
+    let f = c.1;
+    let o = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            partitions: 32,
+            degree: 4,
+            measure: ErrorMeasure::Relative,
+            exp_tails: true,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(matches!(
+        o.table.left_tail(),
+        Tail::Exp2 {
+            negative: false,
+            ..
+        }
+    ));
+    let (_, _, max) = bf16_check(&o.table, f, None);
+    assert!(max <= 1, "max ulp {max}");
+    // Far out the tail flushes to exactly 0, monotonically.
+    assert_eq!(o.table.eval_f32(-200.0), 0.0);
+    assert_eq!(o.table.eval_f32(f32::NEG_INFINITY), 0.0);
+    let mut prev = 0.0f32;
+    let mut x = -120.0f32;
+    while x < -16.0 {
+        let v = o.table.eval_f32(x);
+        assert!(v >= prev, "not monotone at {x}");
+        prev = v;
+        x += 0.01;
+    }
+    // Without exp tails the constant 0 tail is thousands of ULPs off.
+    let plain = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            partitions: 32,
+            degree: 4,
+            measure: ErrorMeasure::Relative,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    let (_, _, max_plain) = bf16_check(&plain.table, f, None);
+    assert!(max_plain > 1000, "{max_plain}");
+}
+
+#[test]
+fn derivative_of_exp2_tailed_gelu_follows_gelu_prime() {
+    let c = case("gelu");
+    let f = c.1;
+    let o = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            partitions: 32,
+            degree: 4,
+            measure: ErrorMeasure::Relative,
+            exp_tails: true,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(matches!(
+        o.table.left_tail(),
+        Tail::Exp2 { negative: true, .. }
+    ));
+    let d = derivative(&o.table).unwrap();
+    assert_eq!(d.degree(), 3);
+    let gp = |x: f64| {
+        let phi = (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
+        0.5 * libm::erfc(-x / std::f64::consts::SQRT_2) + x * phi
+    };
+    // Inside: close in absolute terms.
+    for i in 0..=2000 {
+        let x = -8.0 + 16.0 * i as f64 / 2000.0;
+        let (got, want) = (d.eval_f32(x as f32) as f64, gp(x));
+        assert!((got - want).abs() < 5e-3, "x={x} got={got} want={want}");
+    }
+    // Left tail: relative accuracy where gelu' is tiny and negative.
+    for i in 0..=400 {
+        let x = -8.01 - 5.0 * i as f64 / 400.0;
+        let (got, want) = (d.eval_f32(x as f32) as f64, gp(x as f32 as f64));
+        assert!(
+            ((got - want) / want).abs() < 1e-2,
+            "x={x} got={got:e} want={want:e}"
+        );
+    }
+    // Right tail of gelu is linear x → derivative 1.
+    assert_eq!(d.eval_f32(100.0), 1.0);
+}
+
+#[test]
+fn progress_fires_during_searches() {
+    let c = case("tanh");
+    let f = c.1;
+    let count = std::sync::atomic::AtomicUsize::new(0);
+    let _ = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            goal: Goal::MaxError {
+                error: 1e-3,
+                vary_degree: false,
+            },
+            ..opts()
+        },
+        &|p| {
+            assert!((0.0..=1.0).contains(&p.fraction));
+            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        },
+    )
+    .unwrap();
+    assert!(count.load(std::sync::atomic::Ordering::Relaxed) >= 3);
+}
