@@ -295,7 +295,7 @@ impl NativeTable {
 
     /// The derivative table (degree D−1, same breakpoints).
     fn derivative(&self, py: Python<'_>) -> PyResult<Self> {
-        let d = self.table.derivative().py_err(py)?;
+        let d = pwpa::fit::derivative(&self.table).py_err(py)?;
         Ok(NativeTable::new(d))
     }
 
@@ -336,6 +336,38 @@ impl NativeTable {
             let target = pwpa::Target::parse(&spec)?;
             let r = pwpa::metrics::report(table, &target, &opts);
             serde_json::to_string(&r).map_err(|e| pwpa::Error::Format(e.to_string()))
+        })
+        .py_err(py)
+    }
+
+    /// Draws the table and `target` (default: the recorded function) with the error
+    /// beneath (absolute, or ULPs of `ulp`) to an .svg or .png file.
+    #[pyo3(signature = (path, target = None, ulp = None, range = None))]
+    fn plot(
+        &self,
+        py: Python<'_>,
+        path: String,
+        target: Option<String>,
+        ulp: Option<&str>,
+        range: Option<(f64, f64)>,
+    ) -> PyResult<()> {
+        let ulp = ulp.map(|u| parse_dtype(py, u)).transpose()?;
+        let spec = target.or_else(|| {
+            self.table
+                .meta
+                .get("function")
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        });
+        let opts = pwpa::plot::PlotOptions {
+            range,
+            ulp,
+            ..Default::default()
+        };
+        let table = &self.table;
+        py.detach(move || {
+            let target = spec.as_deref().map(pwpa::Target::parse).transpose()?;
+            pwpa::plot::plot(table, target.as_ref(), &opts, &path)
         })
         .py_err(py)
     }

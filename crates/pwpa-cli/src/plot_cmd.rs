@@ -1,8 +1,7 @@
 //! `pwpa plot`: the function and its approximation with the breakpoints marked,
 //! and the error curve beneath.
 //!
-//! The drawing itself is `pwpa::plot::plot` (issue 3); until it is merged into
-//! this build, [`plot`] reports that plotting is not available.
+//! The drawing itself is `pwpa::plot::plot`.
 
 use std::path::PathBuf;
 
@@ -18,8 +17,6 @@ use crate::spec::{parse_dtype, parse_range, Range};
 pub enum ErrorCurve {
     /// Absolute error.
     Abs,
-    /// Relative error.
-    Rel,
     /// Error in ULPs of --dtype.
     Ulp,
 }
@@ -46,9 +43,16 @@ pub struct PlotArgs {
     pub range: Option<Range>,
 }
 
-/// Draws the plot. Not available in this build yet: see issue 3.
-pub fn plot(_table: &Table, _target: &Target, _args: &PlotArgs) -> Result<()> {
-    bail!("plotting is not available in this build (pwpa::plot is not built in yet, see issue 3)")
+/// Draws the plot.
+pub fn plot(table: &Table, target: &Target, args: &PlotArgs) -> Result<()> {
+    let opts = pwpa::plot::PlotOptions {
+        range: args.range.map(|r| (r.lo, r.hi)),
+        ulp: (args.error == ErrorCurve::Ulp).then_some(args.dtype),
+        ..Default::default()
+    };
+    pwpa::plot::plot(table, Some(target), &opts, &args.output)?;
+    eprintln!("wrote {}", args.output.display());
+    Ok(())
 }
 
 /// `pwpa plot`.

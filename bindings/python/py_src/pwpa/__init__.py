@@ -382,11 +382,18 @@ class Table:
         table) in output type ``dtype``, as a dict."""
         return json.loads(self._native.report(target, _dtype_name(dtype), samples))
 
-    def plot(self, path: Union[str, os.PathLike], **kwargs: Any) -> None:
-        """Plots the table and its error (SVG). Not available in this build."""
-        # `pwpa::plot::plot` is not in the core crate this package was built against.
-        raise NotImplementedError(
-            "Table.plot needs pwpa::plot, which this build of the core library does not have yet"
+    def plot(
+        self,
+        path: Union[str, os.PathLike],
+        target: Optional[str] = None,
+        ulp: Any = None,
+        range: Optional[Tuple[float, float]] = None,
+    ) -> None:
+        """Plots the function (``target``, default: the table's recorded function) and
+        the table with its breakpoints, and the error beneath (absolute, or in ULPs of
+        ``ulp`` = "f32" | "bf16" | "f16"), to ``path`` (.svg or .png)."""
+        self._native.plot(
+            os.fspath(path), target, None if ulp is None else _dtype_name(ulp), range
         )
 
     # ---- evaluation -------------------------------------------------------------
