@@ -56,7 +56,7 @@ xs, ys = load(sys.argv[1]), load(sys.argv[2])
 print("%12s %16s %16s %10s" % ("x", "table(x)", "gelu(x) (f64)", "abs err"))
 for x, y in zip(xs, ys):
     ref = x * 0.5 * (1 + math.erf(x / math.sqrt(2))) if math.isfinite(x) else (x if x > 0 else float("nan"))
-    err = abs(y - ref) if math.isfinite(ref) and math.isfinite(y) else float("nan")
+    err = 0.0 if y == ref else (abs(y - ref) if math.isfinite(ref) and math.isfinite(y) else float("nan"))
     print("%12g %16.9g %16.9g %10.3g" % (x, y, ref, err))
 PY
 

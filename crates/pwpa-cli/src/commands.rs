@@ -462,7 +462,7 @@ pub fn fit(a: &FitArgs) -> Result<()> {
         return emit(&(serde_json::to_string_pretty(&o)? + "\n"));
     }
     let mut s = summary.text();
-    writeln!(s, "error report ({dtype}):\n{report}")?;
+    writeln!(s, "\n{report}")?;
     if let Some(out) = &a.output {
         writeln!(s, "wrote {}", out.display())?;
     }
@@ -551,8 +551,8 @@ pub fn info(a: &InfoArgs) -> Result<()> {
         return emit(&(serde_json::to_string_pretty(&o)? + "\n"));
     }
     let mut s = summary.text();
-    if let (Some(r), Some(t)) = (&report, &target) {
-        writeln!(s, "error report against {} ({}):\n{r}", t.name(), a.dtype)?;
+    if let Some(r) = &report {
+        writeln!(s, "\n{r}")?;
     }
     emit(&s)
 }

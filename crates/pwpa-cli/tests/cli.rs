@@ -358,16 +358,21 @@ fn fit_writes_a_table_and_reports() {
     assert_eq!(v["summary"]["degree"], 3);
     let t = pwpa::format::load(&out).unwrap();
     assert_eq!(t.meta["function"], "sigmoid");
-    // The report's max error agrees with an independent f64 check (it is at least
-    // what a coarse sweep of the table against the reference sees).
+    // The report's max error agrees with an independent f64 check: a coarse sweep
+    // of the table against the f64 sigmoid sees about the same maximum, not more
+    // (1 % slack: the report's dense sweep need not hit the very same points).
     let max_abs = v["report"]["max_abs"].as_f64().unwrap();
     let mut seen: f64 = 0.0;
     for k in 0..=1000 {
-        let x = -8.0 + 16.0 * k as f64 / 1000.0;
-        let want = 1.0 / (1.0 + (-x).exp());
-        seen = seen.max((t.eval_f32(x as f32) as f64 - want).abs());
+        let x = (-8.0 + 16.0 * k as f64 / 1000.0) as f32;
+        let want = 1.0 / (1.0 + (-(x as f64)).exp());
+        seen = seen.max((t.eval_f32(x) as f64 - want).abs());
     }
-    assert!(seen <= max_abs * (1.0 + 1e-9) + 1e-12, "{seen} > {max_abs}");
+    assert!(seen <= max_abs * 1.01 + 1e-9, "{seen} > {max_abs}");
+    assert!(
+        seen >= max_abs * 0.5,
+        "report {max_abs} far above what a sweep sees ({seen})"
+    );
     assert!(max_abs < 1e-3, "{max_abs}");
     let o = pwpa(&["info", p(&out)]);
     ok(&o);

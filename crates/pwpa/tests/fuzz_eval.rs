@@ -109,10 +109,22 @@ fn inputs(t: &Table, bits: &[u32]) -> Vec<f32> {
     v
 }
 
-fn check<T: Element, U: Element>(t: &Table, xs: &[f32]) -> Result<(), TestCaseError> {
+/// The same table prepared sequential and parallel (preparation can be costly for
+/// pathological breakpoint lists, so it is done once per table).
+fn evaluators(t: &Table) -> Vec<(Parallelism, Evaluator)> {
+    [Parallelism::Sequential, Parallelism::Rayon]
+        .into_iter()
+        .map(|par| (par, Evaluator::new(t).with_parallelism(par)))
+        .collect()
+}
+
+fn check<T: Element, U: Element>(
+    t: &Table,
+    evs: &[(Parallelism, Evaluator)],
+    xs: &[f32],
+) -> Result<(), TestCaseError> {
     let xs: Vec<T> = xs.iter().map(|&x| T::from_f32(x)).collect();
-    for par in [Parallelism::Sequential, Parallelism::Rayon] {
-        let ev = Evaluator::new(t).with_parallelism(par);
+    for (par, ev) in evs {
         let mut ys = vec![U::from_f32(0.0); xs.len()];
         ev.eval(&xs, &mut ys).unwrap();
         for (x, y) in xs.iter().zip(&ys) {
@@ -135,10 +147,10 @@ fn check<T: Element, U: Element>(t: &Table, xs: &[f32]) -> Result<(), TestCaseEr
     Ok(())
 }
 
-fn check_in_place<T: Element>(t: &Table, xs: &[f32]) -> Result<(), TestCaseError> {
+fn check_in_place<T: Element>(t: &Table, ev: &Evaluator, xs: &[f32]) -> Result<(), TestCaseError> {
     let mut data: Vec<T> = xs.iter().map(|&x| T::from_f32(x)).collect();
     let want: Vec<T> = data.iter().map(|&x| t.eval(x)).collect();
-    Evaluator::new(t).eval_in_place(&mut data);
+    ev.eval_in_place(&mut data);
     for (i, (a, b)) in data.iter().zip(&want).enumerate() {
         prop_assert_eq!(a.to_bits_u32(), b.to_bits_u32(), "index {}", i);
     }
@@ -154,14 +166,15 @@ proptest! {
         bits in prop::collection::vec(any::<u32>(), 0..200),
     ) {
         let xs = inputs(&t, &bits);
-        check::<f32, f32>(&t, &xs)?;
-        check::<f16, f16>(&t, &xs)?;
-        check::<bf16, bf16>(&t, &xs)?;
-        check::<bf16, f32>(&t, &xs)?;
-        check::<f32, bf16>(&t, &xs)?;
-        check::<f16, f32>(&t, &xs)?;
-        check_in_place::<f32>(&t, &xs)?;
-        check_in_place::<bf16>(&t, &xs)?;
-        check_in_place::<f16>(&t, &xs)?;
+        let evs = evaluators(&t);
+        check::<f32, f32>(&t, &evs, &xs)?;
+        check::<f16, f16>(&t, &evs, &xs)?;
+        check::<bf16, bf16>(&t, &evs, &xs)?;
+        check::<bf16, f32>(&t, &evs, &xs)?;
+        check::<f32, bf16>(&t, &evs, &xs)?;
+        check::<f16, f32>(&t, &evs, &xs)?;
+        check_in_place::<f32>(&t, &evs[0].1, &xs)?;
+        check_in_place::<bf16>(&t, &evs[1].1, &xs)?;
+        check_in_place::<f16>(&t, &evs[0].1, &xs)?;
     }
 }
