@@ -12,6 +12,7 @@
 //   SMEM_REC         1: records staged in shared memory, 0: read from global (__ldg)
 //   SMEM_IDX         1: lookup grid and breakpoints staged in shared memory
 //   UNROLL           16-byte chunks each thread has in flight per iteration
+//   REPL             interleaved copies of the records in shared memory (1, 2, 4, 8)
 //
 // The arithmetic is exactly pwpa's convention (crates/pwpa/src/table.rs): every
 // operation is an explicitly rounded intrinsic and the module is compiled with
@@ -140,7 +141,9 @@ __device__ __forceinline__ float horner_rec(const float4* rec, u32 i, float x) {
 #pragma unroll
     for (int s = 0; s < NSL; ++s) {
 #if SMEM_REC
-        float4 q = rec[i * STRIDE + s];
+        // REPL interleaved copies: the 8 lanes of a 16-byte access phase read 8 different
+        // bank groups when REPL == 8 (conflict-free for any mix of pieces).
+        float4 q = rec[(i * STRIDE + s) * REPL + (threadIdx.x & (REPL - 1))];
 #else
         float4 q = __ldg(rec + (u64)i * STRIDE + s);
 #endif
@@ -188,73 +191,65 @@ __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x
     bool right = x > p.hi;
     if (left) r = apply_tail<LT, LXD>(p.lt, x, r);
     if (right) r = apply_tail<RT, RXD>(p.rt, x, r);
+    if (x != x) r = x;  // NaN in, NaN out (also for degree 0, where Horner never touches x)
     y = r;
 #if FUSED
     float r2 = horner_rec<DEG2, SL2, S2>(tb.rec2, i, x);
     if (left) r2 = apply_tail<LT2, LXD2>(p.lt2, x, r2);
     if (right) r2 = apply_tail<RT2, RXD2>(p.rt2, x, r2);
+    if (x != x) r2 = x;
     dy = r2;
 #else
     dy = 0.0f;
 #endif
 }
 
-// ---------------------------------------------------------------- vector chunks (8 elements)
-struct InChunk {
+// ---------------------------------------------------------------- vector chunks
+// A chunk is 16 bytes of input: VE = 4 (f32) or 8 (16-bit) elements; its output is
+// OW 32-bit words (2, 4 or 8).
 #if IN_T == 0
-    uint4 v[2];
+#define VE 4
 #else
-    uint4 v[1];
+#define VE 8
 #endif
-};
-struct OutChunk {
 #if OUT_T == 0
-    uint4 v[2];
+#define OW VE
 #else
-    uint4 v[1];
+#define OW (VE / 2)
 #endif
-};
 
-__device__ __forceinline__ float chunk_get(const InChunk& c, int k) {
+__device__ __forceinline__ float chunk_get(const uint4& c, int k) {
+    const u32* w = reinterpret_cast<const u32*>(&c);
 #if IN_T == 0
-    const u32* w = reinterpret_cast<const u32*>(&c.v[0]);
     return __uint_as_float(w[k]);
 #else
-    const u32* w = reinterpret_cast<const u32*>(&c.v[0]);
     u16 h = (u16)((k & 1) ? (w[k >> 1] >> 16) : (w[k >> 1] & 0xFFFFu));
     return in_f(h);
 #endif
 }
 
+struct OutChunk {
+    u32 w[OW];
+};
+
 __device__ __forceinline__ void chunk_set(OutChunk& c, int k, float v) {
 #if OUT_T == 0
-    u32* w = reinterpret_cast<u32*>(&c.v[0]);
-    w[k] = __float_as_uint(out_f(v));
+    c.w[k] = __float_as_uint(out_f(v));
 #else
-    u32* w = reinterpret_cast<u32*>(&c.v[0]);
     u32 h = (u32)out_f(v);
-    if (k & 1) w[k >> 1] |= h << 16;
-    else w[k >> 1] = h;
+    if (k & 1) c.w[k >> 1] |= h << 16;
+    else c.w[k >> 1] = h;
 #endif
 }
 
-__device__ __forceinline__ void load_chunk(InChunk& c, const in_t* x, u64 e) {
-    const uint4* src = reinterpret_cast<const uint4*>(x + e);
-#if IN_T == 0
-    c.v[0] = src[0];
-    c.v[1] = src[1];
+__device__ __forceinline__ void store_chunk(out_t* y, u64 c, const OutChunk& o) {
+#if OW == 2
+    reinterpret_cast<uint2*>(y)[c] = make_uint2(o.w[0], o.w[1]);
+#elif OW == 4
+    reinterpret_cast<uint4*>(y)[c] = make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]);
 #else
-    c.v[0] = src[0];
-#endif
-}
-
-__device__ __forceinline__ void store_chunk(out_t* y, u64 e, const OutChunk& c) {
-    uint4* dst = reinterpret_cast<uint4*>(y + e);
-#if OUT_T == 0
-    dst[0] = c.v[0];
-    dst[1] = c.v[1];
-#else
-    dst[0] = c.v[0];
+    reinterpret_cast<uint4*>(y)[2 * c] = make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]);
+    reinterpret_cast<uint4*>(y)[2 * c + 1] = make_uint4(o.w[4], o.w[5], o.w[6], o.w[7]);
 #endif
 }
 
@@ -270,13 +265,13 @@ __device__ __forceinline__ Tab stage(const Params& p) {
     float4* cur = smem4;
 #if SMEM_REC
     {
-        u32 n = p.P * S;
-        for (u32 k = threadIdx.x; k < n; k += blockDim.x) cur[k] = p.rec[k];
+        u32 n = p.P * S * REPL;
+        for (u32 k = threadIdx.x; k < n; k += blockDim.x) cur[k] = p.rec[k / REPL];
         tb.rec = cur;
         cur += n;
 #if FUSED
-        u32 n2 = p.P * S2;
-        for (u32 k = threadIdx.x; k < n2; k += blockDim.x) cur[k] = p.rec2[k];
+        u32 n2 = p.P * S2 * REPL;
+        for (u32 k = threadIdx.x; k < n2; k += blockDim.x) cur[k] = p.rec2[k / REPL];
         tb.rec2 = cur;
         cur += n2;
 #endif
@@ -296,7 +291,7 @@ __device__ __forceinline__ Tab stage(const Params& p) {
     return tb;
 }
 
-// y[e] (and dy[e]) for e in [0, n). Elements [vbeg, vbeg + 8 * nchunks) go through
+// y[e] (and dy[e]) for e in [0, n). Elements [vbeg, vbeg + VE * nchunks) go through
 // 16-byte vector accesses (x + vbeg and y + vbeg are 16-byte aligned, checked by the
 // host); the rest (head and tail, or everything when the two pointers cannot be
 // aligned together) element by element.
@@ -307,8 +302,8 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, Para
     const u64 stride = (u64)gridDim.x * blockDim.x;
 
     // Scalar elements: [0, vbeg) and [vbeg + 8 nchunks, n).
-    const u64 vend = vbeg + 8ull * nchunks;
-    const u64 nscalar = n - 8ull * nchunks;
+    const u64 vend = vbeg + (u64)VE * nchunks;
+    const u64 nscalar = n - (u64)VE * nchunks;
     for (u64 k = tid; k < nscalar; k += stride) {
         u64 e = (k < vbeg) ? k : (vend + (k - vbeg));
         float r, d;
@@ -325,11 +320,11 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, Para
     out_t* dyv = dy + vbeg;
 #endif
     for (u64 c0 = tid; c0 < nchunks; c0 += stride * UNROLL) {
-        InChunk in[UNROLL];
+        uint4 in[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             u64 c = c0 + (u64)u * stride;
-            if (c < nchunks) load_chunk(in[u], xv, c * 8ull);
+            if (c < nchunks) in[u] = reinterpret_cast<const uint4*>(xv)[c];
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
@@ -340,7 +335,7 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, Para
                 OutChunk od;
 #endif
 #pragma unroll
-                for (int k = 0; k < 8; ++k) {
+                for (int k = 0; k < VE; ++k) {
                     float r, d;
                     eval_one(p, tb, chunk_get(in[u], k), r, d);
                     chunk_set(o, k, r);
@@ -348,9 +343,9 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, Para
                     chunk_set(od, k, d);
 #endif
                 }
-                store_chunk(yv, c * 8ull, o);
+                store_chunk(yv, c, o);
 #if FUSED
-                store_chunk(dyv, c * 8ull, od);
+                store_chunk(dyv, c, od);
 #endif
             }
         }

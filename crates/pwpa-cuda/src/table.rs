@@ -104,6 +104,8 @@ pub struct KernelSpec {
     pub unroll: u32,
     /// Threads per block.
     pub block: u32,
+    /// Interleaved copies of the records in shared memory (1, 2, 4 or 8).
+    pub repl: u32,
 }
 
 fn dcode(d: DType) -> u32 {
@@ -118,10 +120,12 @@ fn dcode(d: DType) -> u32 {
 fn slots_used(d: u32) -> u32 {
     (d + 2).div_ceil(4)
 }
-/// Record stride in float4 slots: odd, so that random pieces spread over all shared-memory banks.
-fn slot_stride(d: u32) -> u32 {
+/// Record stride in float4 slots: with fewer than 8 interleaved copies an odd stride, so
+/// that random pieces spread over all shared-memory bank groups; with 8 copies every
+/// access phase is conflict-free already.
+fn slot_stride(d: u32, repl: u32) -> u32 {
     let s = slots_used(d);
-    if s % 2 == 0 {
+    if s % 2 == 0 && repl < 8 {
         s + 1
     } else {
         s
@@ -135,23 +139,24 @@ impl KernelSpec {
         let mut s = format!(
             "#define IN_T {}\n#define OUT_T {}\n#define DEG {}\n#define SL {}\n#define S {}\n#define KIND {}\n\
              #define LT {lt}\n#define RT {rt}\n#define LXD {lxd}\n#define RXD {rxd}\n#define SMEM_REC {}\n#define SMEM_IDX {}\n\
-             #define UNROLL {}\n#define BLOCK {}\n",
+             #define UNROLL {}\n#define BLOCK {}\n#define REPL {}\n",
             dcode(self.x_dtype),
             dcode(self.y_dtype),
             self.degree,
             slots_used(self.degree),
-            slot_stride(self.degree),
+            slot_stride(self.degree, self.repl),
             self.arbitrary as u32,
             self.smem_rec as u32,
             self.smem_idx as u32,
             self.unroll,
             self.block,
+            self.repl,
         );
         match self.fused {
             Some((d2, lt2, rt2, lxd2, rxd2)) => s.push_str(&format!(
                 "#define FUSED 1\n#define DEG2 {d2}\n#define SL2 {}\n#define S2 {}\n#define LT2 {lt2}\n#define RT2 {rt2}\n#define LXD2 {lxd2}\n#define RXD2 {rxd2}\n",
                 slots_used(d2),
-                slot_stride(d2)
+                slot_stride(d2, self.repl)
             )),
             None => s.push_str("#define FUSED 0\n#define DEG2 0\n#define SL2 1\n#define S2 1\n#define LT2 0\n#define RT2 0\n#define LXD2 1\n#define RXD2 1\n"),
         }
@@ -184,13 +189,16 @@ impl Default for LaunchOptions {
 }
 
 /// Default thread coarsening (chunks of 8 elements in flight per thread).
-pub const DEFAULT_UNROLL: u32 = 2;
+pub const DEFAULT_UNROLL: u32 = 4;
 
 /// A [`pwpa::Table`] uploaded to one device.
 pub struct CudaTable {
     backend: Arc<CudaBackend>,
     table: Table,
+    /// Records with the odd stride (fewer than 8 copies in shared memory, or global).
     rec: DeviceBuffer,
+    /// Records with the compact stride (8 interleaved copies).
+    rec8: DeviceBuffer,
     bp: Option<DeviceBuffer>,
     cells: Option<DeviceBuffer>,
     g: u32,
@@ -294,13 +302,18 @@ impl CudaTable {
             }
         }
         let p = table.partitions();
-        let stride = slot_stride(d as u32) as usize * 4;
-        let mut rec = vec![0.0f32; p * stride];
-        for i in 0..p {
-            rec[i * stride] = table.anchors()[i];
-            rec[i * stride + 1..i * stride + 2 + d].copy_from_slice(table.piece(i));
-        }
-        let rec = DeviceBuffer::from_slice(backend, &rec)?;
+        let records = |stride: usize| -> Vec<f32> {
+            let mut rec = vec![0.0f32; p * stride];
+            for i in 0..p {
+                rec[i * stride] = table.anchors()[i];
+                rec[i * stride + 1..i * stride + 2 + d].copy_from_slice(table.piece(i));
+            }
+            rec
+        };
+        let rec =
+            DeviceBuffer::from_slice(backend, &records(slot_stride(d as u32, 1) as usize * 4))?;
+        let rec8 =
+            DeviceBuffer::from_slice(backend, &records(slot_stride(d as u32, 8) as usize * 4))?;
         let (bp, cells, g, inv) = match table.breakpoints() {
             Breakpoints::Uniform { .. } => (None, None, 0, table.breakpoints().inv_step()),
             Breakpoints::Arbitrary(points) => {
@@ -319,6 +332,7 @@ impl CudaTable {
             backend: backend.clone(),
             table: table.clone(),
             rec,
+            rec8,
             bp,
             cells,
             g,
@@ -345,8 +359,15 @@ impl CudaTable {
         self.opts = opts;
     }
 
-    fn rec_bytes(&self) -> usize {
-        self.table.partitions() * slot_stride(self.table.degree() as u32) as usize * 16
+    fn rec_bytes(&self, repl: u32) -> usize {
+        self.table.partitions() * slot_stride(self.table.degree() as u32, repl) as usize * 16
+    }
+    fn rec_ptr(&self, repl: u32) -> u64 {
+        if repl == 8 {
+            self.rec8.ptr()
+        } else {
+            self.rec.ptr()
+        }
     }
     fn idx_bytes(&self) -> usize {
         if self.bp.is_some() {
@@ -363,9 +384,16 @@ impl CudaTable {
         y_dtype: DType,
         deriv: Option<&CudaTable>,
     ) -> (KernelSpec, usize) {
-        let rec = self.rec_bytes() + deriv.map(|d| d.rec_bytes()).unwrap_or(0);
         let idx = self.idx_bytes();
         let max = self.backend.shared_memory_optin();
+        let rec_r =
+            |r: u32| (self.rec_bytes(r) + deriv.map(|d| d.rec_bytes(r)).unwrap_or(0)) * r as usize;
+        // As many interleaved copies (fewer bank conflicts) as fit with the index data.
+        let repl = [8u32, 4, 2, 1]
+            .into_iter()
+            .find(|&r| rec_r(r) + idx <= max)
+            .unwrap_or(1);
+        let rec = rec_r(repl);
         let (smem_rec, smem_idx) = if rec + idx <= max {
             (true, idx > 0)
         } else if rec <= max {
@@ -404,16 +432,17 @@ impl CudaTable {
                 smem_idx,
                 unroll: self.opts.unroll,
                 block,
+                repl: if smem_rec { repl } else { 1 },
             },
             smem,
         )
     }
 
-    fn params(&self, deriv: Option<&CudaTable>) -> Params {
+    fn params(&self, deriv: Option<&CudaTable>, repl: u32) -> Params {
         let b = self.table.breakpoints();
         Params {
-            rec: self.rec.ptr(),
-            rec2: deriv.map(|d| d.rec.ptr()).unwrap_or(0),
+            rec: self.rec_ptr(repl),
+            rec2: deriv.map(|d| d.rec_ptr(repl)).unwrap_or(0),
             bp: self.bp.as_ref().map(|b| b.ptr()).unwrap_or(0),
             cells: self.cells.as_ref().map(|b| b.ptr()).unwrap_or(0),
             p: self.table.partitions() as u32,
@@ -605,12 +634,13 @@ impl CudaTable {
         let ys = y_dtype.size() as u64;
         let head = (((16 - (x % 16)) % 16) / xs).min(n as u64);
         let aligned = |p: u64| (p + head * ys) % 16 == 0;
+        let ve = 16 / xs; // elements per 16-byte input chunk
         let (vbeg, nchunks) = if aligned(y) && (deriv.is_none() || aligned(dy)) {
-            (head, (n as u64 - head) / 8)
+            (head, (n as u64 - head) / ve)
         } else {
             (0, 0)
         };
-        let nscalar = n as u64 - 8 * nchunks;
+        let nscalar = n as u64 - ve * nchunks;
         let block = spec.block;
         let per_sm = match self.opts.blocks_per_sm {
             0 => self.backend.occupancy(f, block, smem),
@@ -621,7 +651,7 @@ impl CudaTable {
             .max(nscalar)
             .div_ceil(block as u64);
         let grid = needed.clamp(1, full.max(1)) as u32;
-        let mut params = self.params(deriv);
+        let mut params = self.params(deriv, spec.repl);
         let (mut px, mut py, mut pdy, mut pn, mut pv, mut pc) = (x, y, dy, n as u64, vbeg, nchunks);
         let mut args: [*mut std::ffi::c_void; 7] = [
             &mut px as *mut _ as *mut _,

@@ -314,7 +314,7 @@ fn bad_input_is_reported() {
             .unwrap_err();
         assert!(matches!(e, Error::BadPointer { .. }), "{e}");
         // A host address.
-        let host = vec![0f32; 16];
+        let host = [0f32; 16];
         let e = ct
             .eval_raw(
                 host.as_ptr() as u64,

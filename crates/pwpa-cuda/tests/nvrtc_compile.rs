@@ -64,6 +64,7 @@ fn every_specialisation_compiles_for_sm90() {
                                 smem_idx: smem_idx && arbitrary,
                                 unroll: if degree > 8 { 1 } else { 4 },
                                 block: 256,
+                                repl: [1, 2, 4, 8][k % 4],
                             };
                             let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
                                 .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
