@@ -9,6 +9,8 @@
 #     the benchmarks (sweep, study, catalogue functions), the Python GPU tests if
 #     .gpu/python/run_gpu_tests.sh exists, writes logs/CSVs to $OUT and a short table last.
 # Usage: scripts/gpu_check.sh [DEST]   (DEST defaults to /work/main/.gpu)
+# Run it in a tree where `pwpa bench` is wired (main after the merge). On 2026-11-22 it was
+# run from an integrated copy: main@45274dc with crates/pwpa-cuda and bench.rs of branch cuda.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:-/work/main/.gpu}

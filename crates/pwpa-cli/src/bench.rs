@@ -549,7 +549,7 @@ fn cuda_sweep(a: &BenchArgs, b: &Arc<CudaBackend>, out: &Path) -> Result<String>
     md.push('\n');
     std::fs::create_dir_all(out)?;
     write_csv(&out.join("gpu-sweep.csv"), &rows)?;
-    pwpa::format::write_atomic(&out.join("gpu-sweep.md"), md.as_bytes())?;
+    pwpa::format::write_atomic(out.join("gpu-sweep.md"), md.as_bytes())?;
     Ok(md)
 }
 
@@ -637,10 +637,10 @@ fn cuda_study(a: &BenchArgs, b: &Arc<CudaBackend>, out: &Path) -> Result<String>
     }
     md.push_str(&format!("\ncopy of the same bytes: {copy:.4} ms\n"));
     std::fs::create_dir_all(out)?;
-    pwpa::format::write_atomic(&out.join("gpu-study.csv"), csv.as_bytes())?;
-    pwpa::format::write_atomic(&out.join("gpu-study.md"), md.as_bytes())?;
+    pwpa::format::write_atomic(out.join("gpu-study.csv"), csv.as_bytes())?;
+    pwpa::format::write_atomic(out.join("gpu-study.md"), md.as_bytes())?;
     pwpa::format::write_atomic(
-        &out.join("gpu-study.svg"),
+        out.join("gpu-study.svg"),
         study_svg(&rows, &kernels).as_bytes(),
     )?;
     Ok(md)
