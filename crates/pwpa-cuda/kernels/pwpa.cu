@@ -32,7 +32,7 @@ struct Params {
     const float4* rec;   // P * S float4: [anchor, c0, ..., cD, pad]
     const float4* rec2;  // P * S2 float4 (FUSED)
     const float* bp;     // P + 1 breakpoints (KIND 1)
-    const u32* cells;    // G start pieces (KIND 1)
+    const uint2* cells;  // G (start piece, bits of the next breakpoint) (KIND 1)
     u32 P;
     u32 G;
     float lo;
@@ -159,20 +159,28 @@ __device__ __forceinline__ float horner_rec(const float4* rec, u32 i, float x) {
     return r;
 }
 
-__device__ __forceinline__ u32 piece_index(const Params& p, const u32* cells, const float* bp, float x) {
+__device__ __forceinline__ u32 piece_index(const Params& p, const uint2* cells, const float* bp, float x) {
 #if KIND == 0
     float u = __fmul_rn(__fsub_rn(x, p.lo), p.inv);
     return min(__float2uint_rz(u), p.P - 1u);
 #else
+    // Cell entry: (start piece s, bits of b[s+1]); the first compare needs no second load.
     float u = __fmul_rn(__fsub_rn(x, p.lo), p.inv);
     u32 c = min(__float2uint_rz(u), p.G - 1u);
 #if SMEM_IDX
-    u32 s = cells[c];
-    while (s + 1u < p.P && x >= bp[s + 1u]) ++s;
+    uint2 e = cells[c];
 #else
-    u32 s = __ldg(cells + c);
-    while (s + 1u < p.P && x >= __ldg(bp + s + 1u)) ++s;
+    uint2 e = __ldg(cells + c);
 #endif
+    u32 s = e.x;
+    if (s + 1u < p.P && x >= __uint_as_float(e.y)) {
+        ++s;
+#if SMEM_IDX
+        while (s + 1u < p.P && x >= bp[s + 1u]) ++s;
+#else
+        while (s + 1u < p.P && x >= __ldg(bp + s + 1u)) ++s;
+#endif
+    }
     return s;
 #endif
 }
@@ -180,7 +188,7 @@ __device__ __forceinline__ u32 piece_index(const Params& p, const u32* cells, co
 struct Tab {
     const float4* rec;
     const float4* rec2;
-    const u32* cells;
+    const uint2* cells;
     const float* bp;
 };
 
@@ -244,12 +252,12 @@ __device__ __forceinline__ void chunk_set(OutChunk& c, int k, float v) {
 
 __device__ __forceinline__ void store_chunk(out_t* y, u64 c, const OutChunk& o) {
 #if OW == 2
-    reinterpret_cast<uint2*>(y)[c] = make_uint2(o.w[0], o.w[1]);
+    __stcs(reinterpret_cast<uint2*>(y) + c, make_uint2(o.w[0], o.w[1]));
 #elif OW == 4
-    reinterpret_cast<uint4*>(y)[c] = make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]);
+    __stcs(reinterpret_cast<uint4*>(y) + c, make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]));
 #else
-    reinterpret_cast<uint4*>(y)[2 * c] = make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]);
-    reinterpret_cast<uint4*>(y)[2 * c + 1] = make_uint4(o.w[4], o.w[5], o.w[6], o.w[7]);
+    __stcs(reinterpret_cast<uint4*>(y) + 2 * c, make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]));
+    __stcs(reinterpret_cast<uint4*>(y) + 2 * c + 1, make_uint4(o.w[4], o.w[5], o.w[6], o.w[7]));
 #endif
 }
 
@@ -279,7 +287,7 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 #endif
 #if KIND == 1 && SMEM_IDX
     {
-        u32* cs = reinterpret_cast<u32*>(cur);
+        uint2* cs = reinterpret_cast<uint2*>(cur);
         for (u32 k = threadIdx.x; k < p.G; k += blockDim.x) cs[k] = p.cells[k];
         float* bs = reinterpret_cast<float*>(cs + p.G);
         for (u32 k = threadIdx.x; k <= p.P; k += blockDim.x) bs[k] = p.bp[k];
@@ -324,7 +332,7 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, Para
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             u64 c = c0 + (u64)u * stride;
-            if (c < nchunks) in[u] = reinterpret_cast<const uint4*>(xv)[c];
+            if (c < nchunks) in[u] = __ldcs(reinterpret_cast<const uint4*>(xv) + c);
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {

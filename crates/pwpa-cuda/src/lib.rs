@@ -21,7 +21,7 @@ pub mod seed;
 mod table;
 
 pub use error::{Error, Result};
-pub use table::{CudaTable, KernelSpec, LaunchOptions};
+pub use table::{lookup_grid, CudaTable, KernelSpec, LaunchOptions};
 
 use cudarc::driver::sys;
 use cudarc::driver::CudaContext;

@@ -266,6 +266,14 @@ pub fn lookup_grid(points: &[f32]) -> (u32, f32, Vec<u32>) {
     (g as u32, inv, cells)
 }
 
+/// The kernel's cell entries: (start piece s, bit pattern of breakpoint s+1).
+fn cell_entries(points: &[f32], cells: &[u32]) -> Vec<[u32; 2]> {
+    cells
+        .iter()
+        .map(|&s| [s, points[(s as usize + 1).min(points.len() - 1)].to_bits()])
+        .collect()
+}
+
 impl CudaTable {
     /// Uploads `table` to the backend's device.
     pub fn new(backend: &Arc<CudaBackend>, table: &Table) -> Result<CudaTable> {
@@ -320,7 +328,10 @@ impl CudaTable {
                 let (g, inv, cells) = lookup_grid(points);
                 (
                     Some(DeviceBuffer::from_slice(backend, points)?),
-                    Some(DeviceBuffer::from_slice(backend, &cells)?),
+                    Some(DeviceBuffer::from_slice(
+                        backend,
+                        &cell_entries(points, &cells),
+                    )?),
                     g,
                     inv,
                 )
@@ -371,7 +382,7 @@ impl CudaTable {
     }
     fn idx_bytes(&self) -> usize {
         if self.bp.is_some() {
-            (self.g as usize + self.table.partitions() + 1) * 4
+            self.g as usize * 8 + (self.table.partitions() + 1) * 4
         } else {
             0
         }
