@@ -1,0 +1,361 @@
+// pwpa's own table-evaluation kernels (NVRTC, no headers).
+//
+// The host prepends #defines that specialise this file:
+//   IN_T, OUT_T      0 = f32, 1 = f16, 2 = bf16
+//   DEG, SL, S       degree, float4 slots used per record ([anchor, c0..cD]) and record
+//                    stride in slots (odd, so random pieces spread over all banks)
+//   BLOCK            threads per block
+//   KIND             0 = uniform breakpoints, 1 = arbitrary (lookup grid + exact scan)
+//   LT, RT           tail kinds: 0 constant, 1 linear, 2 extend (edge piece at x), 3 exp2
+//   LXD, RXD         exp2 tail coefficient counts (1..8)
+//   FUSED            1: also evaluate a second table (derivative) with DEG2/S2/LT2/RT2/LXD2/RXD2
+//   SMEM_REC         1: records staged in shared memory, 0: read from global (__ldg)
+//   SMEM_IDX         1: lookup grid and breakpoints staged in shared memory
+//   UNROLL           16-byte chunks each thread has in flight per iteration
+//   REPL             interleaved copies of the records in shared memory (1, 2, 4, 8)
+//
+// The arithmetic is exactly pwpa's convention (crates/pwpa/src/table.rs): every
+// operation is an explicitly rounded intrinsic and the module is compiled with
+// --fmad=false, so no contraction can change a bit.
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+struct TailP {
+    float a;      // constant: value; linear: slope; exp2: 1.0 if negative
+    float b;      // linear: intercept; exp2: anchor
+    float c[8];   // exp2 coefficients, highest power first
+};
+
+struct Params {
+    const float4* rec;   // P * S float4: [anchor, c0, ..., cD, pad]
+    const float4* rec2;  // P * S2 float4 (FUSED)
+    const float* bp;     // P + 1 breakpoints (KIND 1)
+    const uint2* cells;  // G (start piece, bits of the next breakpoint) (KIND 1)
+    u32 P;
+    u32 G;
+    float lo;
+    float hi;
+    float inv;           // uniform: inv_step; arbitrary: lookup-grid inverse cell width
+    u32 pad;
+    TailP lt, rt, lt2, rt2;
+};
+
+// ---------------------------------------------------------------- element types
+__device__ __forceinline__ float h2f(u16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ u16 f2h(float f) {
+    if (f != f) return (u16)0x7E00;
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+__device__ __forceinline__ float b2f(u16 h) { return __uint_as_float(((u32)h) << 16); }
+__device__ __forceinline__ u16 f2b(float f) {
+    if (f != f) return (u16)0x7FC0;
+#if __CUDA_ARCH__ >= 800
+    u16 h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    u32 u = __float_as_uint(f);
+    return (u16)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+#endif
+}
+__device__ __forceinline__ float canon32(float f) { return (f != f) ? __uint_as_float(0x7FC00000u) : f; }
+
+#if IN_T == 0
+typedef float in_t;
+__device__ __forceinline__ float in_f(in_t v) { return v; }
+#elif IN_T == 1
+typedef u16 in_t;
+__device__ __forceinline__ float in_f(in_t v) { return h2f(v); }
+#else
+typedef u16 in_t;
+__device__ __forceinline__ float in_f(in_t v) { return b2f(v); }
+#endif
+
+#if OUT_T == 0
+typedef float out_t;
+__device__ __forceinline__ out_t out_f(float v) { return canon32(v); }
+#elif OUT_T == 1
+typedef u16 out_t;
+__device__ __forceinline__ out_t out_f(float v) { return f2h(v); }
+#else
+typedef u16 out_t;
+__device__ __forceinline__ out_t out_f(float v) { return f2b(v); }
+#endif
+
+// ---------------------------------------------------------------- exp2 (table.rs exp2_f32)
+__device__ __forceinline__ float pwpa_exp2(float p) {
+    if (p != p) return p;
+    if (p >= 128.0f) return __uint_as_float(0x7F800000u);
+    if (p < -150.0f) return 0.0f;
+    float n = rintf(p);  // round half to even
+    float f = __fsub_rn(p, n);
+    float r = __uint_as_float(0x377fe5feu);
+    r = __fmaf_rn(r, f, __uint_as_float(0x39218489u));
+    r = __fmaf_rn(r, f, __uint_as_float(0x3aaec3ffu));
+    r = __fmaf_rn(r, f, __uint_as_float(0x3c1d955bu));
+    r = __fmaf_rn(r, f, __uint_as_float(0x3d635847u));
+    r = __fmaf_rn(r, f, __uint_as_float(0x3e75fdf0u));
+    r = __fmaf_rn(r, f, __uint_as_float(0x3f317218u));
+    r = __fmaf_rn(r, f, __uint_as_float(0x3f800000u));
+    int ni = (int)n;
+    u32 bits = __float_as_uint(r);
+    if (ni > 127) {
+        return __fmul_rn(__uint_as_float(bits + (u32)(127 << 23)), 2.0f);
+    } else if (ni >= -125) {
+        return __uint_as_float(bits + (u32)(ni * (1 << 23)));
+    } else {
+        return __fmul_rn(__uint_as_float(bits + (u32)((ni + 64) * (1 << 23))), __uint_as_float(0x1f800000u));
+    }
+}
+
+template <int NC>
+__device__ __forceinline__ float exp2_tail(const TailP& tp, float x) {
+    float t = __fsub_rn(x, tp.b);
+    float q = tp.c[0];
+#pragma unroll
+    for (int k = 1; k < NC; ++k) q = __fmaf_rn(q, t, tp.c[k]);
+    float v = pwpa_exp2(q);
+    return (tp.a != 0.0f) ? -v : v;
+}
+
+template <int KIND_, int NC>
+__device__ __forceinline__ float apply_tail(const TailP& tp, float x, float r) {
+    if (KIND_ == 0) return tp.a;
+    if (KIND_ == 1) return __fmaf_rn(tp.a, x, tp.b);
+    if (KIND_ == 2) return r;
+    return exp2_tail<NC>(tp, x);
+}
+
+// ---------------------------------------------------------------- one piece
+template <int D, int NSL, int STRIDE>
+__device__ __forceinline__ float horner_rec(const float4* rec, u32 i, float x) {
+    float f[NSL * 4];
+#pragma unroll
+    for (int s = 0; s < NSL; ++s) {
+#if SMEM_REC
+        // REPL interleaved copies: the 8 lanes of a 16-byte access phase read 8 different
+        // bank groups when REPL == 8 (conflict-free for any mix of pieces).
+        float4 q = rec[(i * STRIDE + s) * REPL + (threadIdx.x & (REPL - 1))];
+#else
+        float4 q = __ldg(rec + (u64)i * STRIDE + s);
+#endif
+        f[4 * s + 0] = q.x;
+        f[4 * s + 1] = q.y;
+        f[4 * s + 2] = q.z;
+        f[4 * s + 3] = q.w;
+    }
+    float t = __fsub_rn(x, f[0]);
+    float r = f[1];
+#pragma unroll
+    for (int k = 1; k <= D; ++k) r = __fmaf_rn(r, t, f[k + 1]);
+    return r;
+}
+
+__device__ __forceinline__ u32 piece_index(const Params& p, const uint2* cells, const float* bp, float x) {
+#if KIND == 0
+    float u = __fmul_rn(__fsub_rn(x, p.lo), p.inv);
+    return min(__float2uint_rz(u), p.P - 1u);
+#else
+    // Cell entry: (start piece s, bits of b[s+1]); the first compare needs no second load.
+    float u = __fmul_rn(__fsub_rn(x, p.lo), p.inv);
+    u32 c = min(__float2uint_rz(u), p.G - 1u);
+#if SMEM_IDX
+    uint2 e = cells[c];
+#else
+    uint2 e = __ldg(cells + c);
+#endif
+    u32 s = e.x;
+    if (s + 1u < p.P && x >= __uint_as_float(e.y)) {
+        ++s;
+#if SMEM_IDX
+        while (s + 1u < p.P && x >= bp[s + 1u]) ++s;
+#else
+        while (s + 1u < p.P && x >= __ldg(bp + s + 1u)) ++s;
+#endif
+    }
+    return s;
+#endif
+}
+
+struct Tab {
+    const float4* rec;
+    const float4* rec2;
+    const uint2* cells;
+    const float* bp;
+};
+
+__device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x, float& y, float& dy) {
+    u32 i = piece_index(p, tb.cells, tb.bp, x);
+    float r = horner_rec<DEG, SL, S>(tb.rec, i, x);
+    bool left = x < p.lo;
+    bool right = x > p.hi;
+    if (left) r = apply_tail<LT, LXD>(p.lt, x, r);
+    if (right) r = apply_tail<RT, RXD>(p.rt, x, r);
+    if (x != x) r = x;  // NaN in, NaN out (also for degree 0, where Horner never touches x)
+    y = r;
+#if FUSED
+    float r2 = horner_rec<DEG2, SL2, S2>(tb.rec2, i, x);
+    if (left) r2 = apply_tail<LT2, LXD2>(p.lt2, x, r2);
+    if (right) r2 = apply_tail<RT2, RXD2>(p.rt2, x, r2);
+    if (x != x) r2 = x;
+    dy = r2;
+#else
+    dy = 0.0f;
+#endif
+}
+
+// ---------------------------------------------------------------- vector chunks
+// A chunk is 16 bytes of input: VE = 4 (f32) or 8 (16-bit) elements; its output is
+// OW 32-bit words (2, 4 or 8).
+#if IN_T == 0
+#define VE 4
+#else
+#define VE 8
+#endif
+#if OUT_T == 0
+#define OW VE
+#else
+#define OW (VE / 2)
+#endif
+
+__device__ __forceinline__ float chunk_get(const uint4& c, int k) {
+    const u32* w = reinterpret_cast<const u32*>(&c);
+#if IN_T == 0
+    return __uint_as_float(w[k]);
+#else
+    u16 h = (u16)((k & 1) ? (w[k >> 1] >> 16) : (w[k >> 1] & 0xFFFFu));
+    return in_f(h);
+#endif
+}
+
+struct OutChunk {
+    u32 w[OW];
+};
+
+__device__ __forceinline__ void chunk_set(OutChunk& c, int k, float v) {
+#if OUT_T == 0
+    c.w[k] = __float_as_uint(out_f(v));
+#else
+    u32 h = (u32)out_f(v);
+    if (k & 1) c.w[k >> 1] |= h << 16;
+    else c.w[k >> 1] = h;
+#endif
+}
+
+__device__ __forceinline__ void store_chunk(out_t* y, u64 c, const OutChunk& o) {
+#if OW == 2
+    __stcs(reinterpret_cast<uint2*>(y) + c, make_uint2(o.w[0], o.w[1]));
+#elif OW == 4
+    __stcs(reinterpret_cast<uint4*>(y) + c, make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]));
+#else
+    __stcs(reinterpret_cast<uint4*>(y) + 2 * c, make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]));
+    __stcs(reinterpret_cast<uint4*>(y) + 2 * c + 1, make_uint4(o.w[4], o.w[5], o.w[6], o.w[7]));
+#endif
+}
+
+// Shared-memory staging of the table (records, derivative records, grid, breakpoints).
+extern __shared__ float4 smem4[];
+
+__device__ __forceinline__ Tab stage(const Params& p) {
+    Tab tb;
+    tb.rec = p.rec;
+    tb.rec2 = p.rec2;
+    tb.cells = p.cells;
+    tb.bp = p.bp;
+    float4* cur = smem4;
+#if SMEM_REC
+    {
+        u32 n = p.P * S * REPL;
+        for (u32 k = threadIdx.x; k < n; k += blockDim.x) cur[k] = p.rec[k / REPL];
+        tb.rec = cur;
+        cur += n;
+#if FUSED
+        u32 n2 = p.P * S2 * REPL;
+        for (u32 k = threadIdx.x; k < n2; k += blockDim.x) cur[k] = p.rec2[k / REPL];
+        tb.rec2 = cur;
+        cur += n2;
+#endif
+    }
+#endif
+#if KIND == 1 && SMEM_IDX
+    {
+        uint2* cs = reinterpret_cast<uint2*>(cur);
+        for (u32 k = threadIdx.x; k < p.G; k += blockDim.x) cs[k] = p.cells[k];
+        float* bs = reinterpret_cast<float*>(cs + p.G);
+        for (u32 k = threadIdx.x; k <= p.P; k += blockDim.x) bs[k] = p.bp[k];
+        tb.cells = cs;
+        tb.bp = bs;
+    }
+#endif
+    __syncthreads();
+    return tb;
+}
+
+// y[e] (and dy[e]) for e in [0, n). Elements [vbeg, vbeg + VE * nchunks) go through
+// 16-byte vector accesses (x + vbeg and y + vbeg are 16-byte aligned, checked by the
+// host); the rest (head and tail, or everything when the two pointers cannot be
+// aligned together) element by element.
+extern "C" __global__ void __launch_bounds__(BLOCK)
+pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, Params p) {
+    Tab tb = stage(p);
+    const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+
+    // Scalar elements: [0, vbeg) and [vbeg + 8 nchunks, n).
+    const u64 vend = vbeg + (u64)VE * nchunks;
+    const u64 nscalar = n - (u64)VE * nchunks;
+    for (u64 k = tid; k < nscalar; k += stride) {
+        u64 e = (k < vbeg) ? k : (vend + (k - vbeg));
+        float r, d;
+        eval_one(p, tb, in_f(x[e]), r, d);
+        y[e] = out_f(r);
+#if FUSED
+        dy[e] = out_f(d);
+#endif
+    }
+
+    const in_t* xv = x + vbeg;
+    out_t* yv = y + vbeg;
+#if FUSED
+    out_t* dyv = dy + vbeg;
+#endif
+    for (u64 c0 = tid; c0 < nchunks; c0 += stride * UNROLL) {
+        uint4 in[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            u64 c = c0 + (u64)u * stride;
+            if (c < nchunks) in[u] = __ldcs(reinterpret_cast<const uint4*>(xv) + c);
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            u64 c = c0 + (u64)u * stride;
+            if (c < nchunks) {
+                OutChunk o;
+#if FUSED
+                OutChunk od;
+#endif
+#pragma unroll
+                for (int k = 0; k < VE; ++k) {
+                    float r, d;
+                    eval_one(p, tb, chunk_get(in[u], k), r, d);
+                    chunk_set(o, k, r);
+#if FUSED
+                    chunk_set(od, k, d);
+#endif
+                }
+                store_chunk(yv, c, o);
+#if FUSED
+                store_chunk(dyv, c, od);
+#endif
+            }
+        }
+    }
+}

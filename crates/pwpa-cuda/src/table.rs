@@ -1,0 +1,739 @@
+//! Tables on the device: record layout, lookup grid, kernel specialisation, launches.
+
+use crate::error::{Error, Result};
+use crate::{check, CudaBackend, DeviceBuffer};
+use cudarc::driver::sys;
+use pwpa::table::{arbitrary_index, Breakpoints, Tail};
+use pwpa::{DType, Element, Table};
+use std::sync::Arc;
+
+/// The pwpa kernel source.
+pub const PWPA_CU: &str = include_str!("../kernels/pwpa.cu");
+
+/// Largest number of coefficients per piece the kernels support (degree 15).
+pub const MAX_COEFFS: usize = 16;
+
+/// Tail parameters as the kernel sees them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct TailP {
+    a: f32,
+    b: f32,
+    c: [f32; 8],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Params {
+    rec: u64,
+    rec2: u64,
+    bp: u64,
+    cells: u64,
+    p: u32,
+    g: u32,
+    lo: f32,
+    hi: f32,
+    inv: f32,
+    pad: u32,
+    lt: TailP,
+    rt: TailP,
+    lt2: TailP,
+    rt2: TailP,
+}
+
+/// Tail kind codes of the kernel: 0 constant, 1 linear, 2 extend, 3 exp2; and exp2 coefficient count.
+fn tail_code(t: &Table, right: bool) -> (u32, u32, TailP) {
+    let tail = if right { t.right_tail() } else { t.left_tail() };
+    let mut p = TailP::default();
+    match tail {
+        Tail::Clamp => {
+            // The edge polynomial at the edge point: a constant, computed exactly as the CPU does.
+            p.a = t.eval_tail(right, 0.0);
+            (0, 1, p)
+        }
+        Tail::Constant { value } => {
+            p.a = *value;
+            (0, 1, p)
+        }
+        Tail::Linear { slope, intercept } => {
+            if *slope == 0.0 {
+                p.a = *intercept;
+                (0, 1, p)
+            } else {
+                p.a = *slope;
+                p.b = *intercept;
+                (1, 1, p)
+            }
+        }
+        Tail::Extend => (2, 1, p),
+        Tail::Exp2 {
+            negative,
+            anchor,
+            coeffs,
+        } => {
+            p.a = if *negative { 1.0 } else { 0.0 };
+            p.b = *anchor;
+            for (k, &c) in coeffs.iter().enumerate().take(8) {
+                p.c[k] = c;
+            }
+            (3, coeffs.len().clamp(1, 8) as u32, p)
+        }
+    }
+}
+
+/// Everything a compiled kernel is specialised on.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KernelSpec {
+    /// Input element type.
+    pub x_dtype: DType,
+    /// Output element type.
+    pub y_dtype: DType,
+    /// Degree of the table.
+    pub degree: u32,
+    /// Uniform (false) or arbitrary (true) breakpoints.
+    pub arbitrary: bool,
+    /// Tail codes (left, right) and exp2 coefficient counts.
+    pub tails: (u32, u32, u32, u32),
+    /// Derivative table: (degree, left, right, lxd, rxd) when fused.
+    pub fused: Option<(u32, u32, u32, u32, u32)>,
+    /// Records staged in shared memory.
+    pub smem_rec: bool,
+    /// Lookup grid and breakpoints staged in shared memory.
+    pub smem_idx: bool,
+    /// 16-byte chunks in flight per thread (thread coarsening).
+    pub unroll: u32,
+    /// Threads per block.
+    pub block: u32,
+    /// Interleaved copies of the records in shared memory (1, 2, 4 or 8).
+    pub repl: u32,
+}
+
+fn dcode(d: DType) -> u32 {
+    match d {
+        DType::F32 => 0,
+        DType::F16 => 1,
+        DType::BF16 => 2,
+    }
+}
+
+/// float4 slots a record of degree `d` uses ([anchor, c0..cD]).
+fn slots_used(d: u32) -> u32 {
+    (d + 2).div_ceil(4)
+}
+/// Record stride in float4 slots: with fewer than 8 interleaved copies an odd stride, so
+/// that random pieces spread over all shared-memory bank groups; with 8 copies every
+/// access phase is conflict-free already.
+fn slot_stride(d: u32, repl: u32) -> u32 {
+    let s = slots_used(d);
+    if s % 2 == 0 && repl < 8 {
+        s + 1
+    } else {
+        s
+    }
+}
+
+impl KernelSpec {
+    /// The kernel source with its specialising prelude.
+    pub fn source(&self) -> String {
+        let (lt, rt, lxd, rxd) = self.tails;
+        let mut s = format!(
+            "#define IN_T {}\n#define OUT_T {}\n#define DEG {}\n#define SL {}\n#define S {}\n#define KIND {}\n\
+             #define LT {lt}\n#define RT {rt}\n#define LXD {lxd}\n#define RXD {rxd}\n#define SMEM_REC {}\n#define SMEM_IDX {}\n\
+             #define UNROLL {}\n#define BLOCK {}\n#define REPL {}\n",
+            dcode(self.x_dtype),
+            dcode(self.y_dtype),
+            self.degree,
+            slots_used(self.degree),
+            slot_stride(self.degree, self.repl),
+            self.arbitrary as u32,
+            self.smem_rec as u32,
+            self.smem_idx as u32,
+            self.unroll,
+            self.block,
+            self.repl,
+        );
+        match self.fused {
+            Some((d2, lt2, rt2, lxd2, rxd2)) => s.push_str(&format!(
+                "#define FUSED 1\n#define DEG2 {d2}\n#define SL2 {}\n#define S2 {}\n#define LT2 {lt2}\n#define RT2 {rt2}\n#define LXD2 {lxd2}\n#define RXD2 {rxd2}\n",
+                slots_used(d2),
+                slot_stride(d2, self.repl)
+            )),
+            None => s.push_str("#define FUSED 0\n#define DEG2 0\n#define SL2 1\n#define S2 1\n#define LT2 0\n#define RT2 0\n#define LXD2 1\n#define RXD2 1\n"),
+        }
+        s.push_str(PWPA_CU);
+        s
+    }
+}
+
+/// Launch tunables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchOptions {
+    /// 16-byte chunks per thread in flight (1, 2, 4 or 8).
+    pub unroll: u32,
+    /// Blocks per multiprocessor cap (0 = as many as fit).
+    pub blocks_per_sm: u32,
+}
+
+impl Default for LaunchOptions {
+    fn default() -> Self {
+        let unroll = std::env::var("PWPA_CUDA_UNROLL")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|u: &u32| [1, 2, 4, 8].contains(u))
+            .unwrap_or(DEFAULT_UNROLL);
+        LaunchOptions {
+            unroll,
+            blocks_per_sm: 0,
+        }
+    }
+}
+
+/// Default thread coarsening (chunks of 8 elements in flight per thread).
+pub const DEFAULT_UNROLL: u32 = 4;
+
+/// A [`pwpa::Table`] uploaded to one device.
+pub struct CudaTable {
+    backend: Arc<CudaBackend>,
+    table: Table,
+    /// Records with the odd stride (fewer than 8 copies in shared memory, or global).
+    rec: DeviceBuffer,
+    /// Records with the compact stride (8 interleaved copies).
+    rec8: DeviceBuffer,
+    bp: Option<DeviceBuffer>,
+    cells: Option<DeviceBuffer>,
+    g: u32,
+    inv: f32,
+    tails: (u32, u32, u32, u32),
+    lt: TailP,
+    rt: TailP,
+    opts: LaunchOptions,
+}
+
+impl std::fmt::Debug for CudaTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaTable")
+            .field("partitions", &self.table.partitions())
+            .field("degree", &self.table.degree())
+            .finish()
+    }
+}
+
+/// Host-side construction of the arbitrary-breakpoint lookup grid: `G` cells over
+/// `[b_0, b_P]` with inverse width `inv` (f32); cell `c` of `x` is
+/// `min(trunc((x - b_0) * inv), G - 1)` (saturating, exactly the kernel's f32 ops) and
+/// `cells[c]` is a lower bound of the piece index of every x in that cell, so the kernel
+/// finds the exact index with a short forward scan.
+pub fn lookup_grid(points: &[f32]) -> (u32, f32, Vec<u32>) {
+    let p = points.len() - 1;
+    let b0 = points[0];
+    let range = points[p] as f64 - b0 as f64;
+    let mut g = (2 * p).next_power_of_two().clamp(64, 1 << 16);
+    let mut inv = (g as f64 / range) as f32;
+    if !(inv.is_finite() && inv > 0.0) {
+        g = 1;
+        inv = 0.0;
+    }
+    let cell = |x: f32| -> u32 { (((x - b0) * inv) as u32).min(g as u32 - 1) };
+    // Ordered integer view of f32 (monotone for non-NaN values).
+    let ord = |x: f32| -> i64 {
+        let b = x.to_bits() as i32;
+        (if b < 0 { i32::MIN - b } else { b }) as i64
+    };
+    let unord = |k: i64| -> f32 {
+        let k = k as i32;
+        f32::from_bits((if k < 0 { i32::MIN - k } else { k }) as u32)
+    };
+    let lo_k = ord(f32::NEG_INFINITY);
+    let hi_k = ord(f32::INFINITY);
+    let mut cells = vec![0u32; g];
+    for (c, slot) in cells.iter_mut().enumerate().skip(1) {
+        // Largest x with cell(x) < c (cell is monotone in x).
+        let (mut a, mut b) = (lo_k, hi_k); // cell(unord(a)) < c <= cell(unord(b)) invariant
+        if cell(unord(b)) < c as u32 {
+            *slot = (p - 1) as u32;
+            continue;
+        }
+        while b - a > 1 {
+            let m = a + (b - a) / 2;
+            if cell(unord(m)) < c as u32 {
+                a = m;
+            } else {
+                b = m;
+            }
+        }
+        *slot = arbitrary_index(points, unord(a)) as u32;
+    }
+    (g as u32, inv, cells)
+}
+
+/// The kernel's cell entries: (start piece s, bit pattern of breakpoint s+1).
+fn cell_entries(points: &[f32], cells: &[u32]) -> Vec<[u32; 2]> {
+    cells
+        .iter()
+        .map(|&s| [s, points[(s as usize + 1).min(points.len() - 1)].to_bits()])
+        .collect()
+}
+
+impl CudaTable {
+    /// Uploads `table` to the backend's device.
+    pub fn new(backend: &Arc<CudaBackend>, table: &Table) -> Result<CudaTable> {
+        Self::with_options(backend, table, LaunchOptions::default())
+    }
+
+    /// As [`CudaTable::new`], with launch tunables.
+    pub fn with_options(
+        backend: &Arc<CudaBackend>,
+        table: &Table,
+        opts: LaunchOptions,
+    ) -> Result<CudaTable> {
+        table.validate()?;
+        let d = table.degree();
+        if d + 1 > MAX_COEFFS {
+            return Err(Error::TooManyCoefficients {
+                found: d + 1,
+                max: MAX_COEFFS,
+            });
+        }
+        for side in [false, true] {
+            let t = if side {
+                table.right_tail()
+            } else {
+                table.left_tail()
+            };
+            if let Tail::Exp2 { coeffs, .. } = t {
+                if coeffs.len() > 8 {
+                    return Err(Error::TooManyCoefficients {
+                        found: coeffs.len(),
+                        max: 8,
+                    });
+                }
+            }
+        }
+        let p = table.partitions();
+        let records = |stride: usize| -> Vec<f32> {
+            let mut rec = vec![0.0f32; p * stride];
+            for i in 0..p {
+                rec[i * stride] = table.anchors()[i];
+                rec[i * stride + 1..i * stride + 2 + d].copy_from_slice(table.piece(i));
+            }
+            rec
+        };
+        let rec =
+            DeviceBuffer::from_slice(backend, &records(slot_stride(d as u32, 1) as usize * 4))?;
+        let rec8 =
+            DeviceBuffer::from_slice(backend, &records(slot_stride(d as u32, 8) as usize * 4))?;
+        let (bp, cells, g, inv) = match table.breakpoints() {
+            Breakpoints::Uniform { .. } => (None, None, 0, table.breakpoints().inv_step()),
+            Breakpoints::Arbitrary(points) => {
+                let (g, inv, cells) = lookup_grid(points);
+                (
+                    Some(DeviceBuffer::from_slice(backend, points)?),
+                    Some(DeviceBuffer::from_slice(
+                        backend,
+                        &cell_entries(points, &cells),
+                    )?),
+                    g,
+                    inv,
+                )
+            }
+        };
+        let (lt, lxd, ltp) = tail_code(table, false);
+        let (rt, rxd, rtp) = tail_code(table, true);
+        Ok(CudaTable {
+            backend: backend.clone(),
+            table: table.clone(),
+            rec,
+            rec8,
+            bp,
+            cells,
+            g,
+            inv,
+            tails: (lt, rt, lxd, rxd),
+            lt: ltp,
+            rt: rtp,
+            opts,
+        })
+    }
+
+    /// The host table.
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<CudaBackend> {
+        &self.backend
+    }
+
+    /// Sets the launch tunables.
+    pub fn set_options(&mut self, opts: LaunchOptions) {
+        self.opts = opts;
+    }
+
+    fn rec_bytes(&self, repl: u32) -> usize {
+        self.table.partitions() * slot_stride(self.table.degree() as u32, repl) as usize * 16
+    }
+    fn rec_ptr(&self, repl: u32) -> u64 {
+        if repl == 8 {
+            self.rec8.ptr()
+        } else {
+            self.rec.ptr()
+        }
+    }
+    fn idx_bytes(&self) -> usize {
+        if self.bp.is_some() {
+            self.g as usize * 8 + (self.table.partitions() + 1) * 4
+        } else {
+            0
+        }
+    }
+
+    /// The kernel specialisation (and dynamic shared memory) for these dtypes.
+    pub fn spec(
+        &self,
+        x_dtype: DType,
+        y_dtype: DType,
+        deriv: Option<&CudaTable>,
+    ) -> (KernelSpec, usize) {
+        let idx = self.idx_bytes();
+        let max = self.backend.shared_memory_optin();
+        let rec_r =
+            |r: u32| (self.rec_bytes(r) + deriv.map(|d| d.rec_bytes(r)).unwrap_or(0)) * r as usize;
+        // As many interleaved copies (fewer bank conflicts) as fit with the index data.
+        let repl = [8u32, 4, 2, 1]
+            .into_iter()
+            .find(|&r| rec_r(r) + idx <= max)
+            .unwrap_or(1);
+        let rec = rec_r(repl);
+        let (smem_rec, smem_idx) = if rec + idx <= max {
+            (true, idx > 0)
+        } else if rec <= max {
+            (true, false)
+        } else if idx > 0 && idx <= max {
+            (false, true)
+        } else {
+            (false, false)
+        };
+        let smem = if smem_rec { rec } else { 0 } + if smem_idx { idx } else { 0 };
+        let block = if smem > 112 * 1024 {
+            1024
+        } else if smem > 74 * 1024 {
+            512
+        } else {
+            256
+        };
+        let fused = deriv.map(|d| {
+            (
+                d.table.degree() as u32,
+                d.tails.0,
+                d.tails.1,
+                d.tails.2,
+                d.tails.3,
+            )
+        });
+        (
+            KernelSpec {
+                x_dtype,
+                y_dtype,
+                degree: self.table.degree() as u32,
+                arbitrary: self.bp.is_some(),
+                tails: self.tails,
+                fused,
+                smem_rec,
+                smem_idx,
+                unroll: self.opts.unroll,
+                block,
+                repl: if smem_rec { repl } else { 1 },
+            },
+            smem,
+        )
+    }
+
+    fn params(&self, deriv: Option<&CudaTable>, repl: u32) -> Params {
+        let b = self.table.breakpoints();
+        Params {
+            rec: self.rec_ptr(repl),
+            rec2: deriv.map(|d| d.rec_ptr(repl)).unwrap_or(0),
+            bp: self.bp.as_ref().map(|b| b.ptr()).unwrap_or(0),
+            cells: self.cells.as_ref().map(|b| b.ptr()).unwrap_or(0),
+            p: self.table.partitions() as u32,
+            g: self.g,
+            lo: b.lo(),
+            hi: b.hi(),
+            inv: self.inv,
+            pad: 0,
+            lt: self.lt,
+            rt: self.rt,
+            lt2: deriv.map(|d| d.lt).unwrap_or_default(),
+            rt2: deriv.map(|d| d.rt).unwrap_or_default(),
+        }
+    }
+
+    /// `y = table(x)` for `n` elements at device addresses `x` and `y`, on `stream`
+    /// (0 = the legacy default stream). Asynchronous. `x == y` (in place) is allowed
+    /// when both dtypes have the same size; other overlaps are errors.
+    ///
+    /// # Safety
+    /// `x` and `y` must be device allocations of this backend's context, valid for `n`
+    /// elements of their dtypes until the work on `stream` completes. (Null, misaligned,
+    /// non-device and too-short buffers are detected and reported.)
+    pub unsafe fn eval_raw(
+        &self,
+        x: u64,
+        y: u64,
+        n: usize,
+        x_dtype: DType,
+        y_dtype: DType,
+        stream: u64,
+    ) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.launch_eval(None, x, y, 0, n, x_dtype, y_dtype, stream) }
+    }
+
+    /// `y = table(x)` and `dy = deriv(x)` in one pass; `deriv` must have the same
+    /// breakpoints (its degree, anchors and tails may differ), e.g.
+    /// [`pwpa::Table::derivative`]. Results are bit-identical to the two CPU evaluations.
+    ///
+    /// # Safety
+    /// As [`CudaTable::eval_raw`]; `dy` is an output of `n` elements of `y_dtype` that
+    /// overlaps neither `x` nor `y`.
+    pub unsafe fn eval_with_derivative_raw(
+        &self,
+        deriv: &CudaTable,
+        x: u64,
+        y: u64,
+        dy: u64,
+        n: usize,
+        x_dtype: DType,
+        y_dtype: DType,
+        stream: u64,
+    ) -> Result<()> {
+        if deriv.table.breakpoints() != self.table.breakpoints() {
+            return Err(Error::DerivativeMismatch(
+                "the derivative table's breakpoints differ from the table's".into(),
+            ));
+        }
+        if !Arc::ptr_eq(&deriv.backend, &self.backend) {
+            return Err(Error::DerivativeMismatch(
+                "the derivative table lives on another backend".into(),
+            ));
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.launch_eval(Some(deriv), x, y, dy, n, x_dtype, y_dtype, stream) }
+    }
+
+    /// Evaluates device buffers (length-checked): `x_len` and `y_len` in elements.
+    pub fn eval_buffers(
+        &self,
+        x: &DeviceBuffer,
+        x_dtype: DType,
+        y: &DeviceBuffer,
+        y_dtype: DType,
+        stream: u64,
+    ) -> Result<()> {
+        let nx = x.bytes() / x_dtype.size();
+        let ny = y.bytes() / y_dtype.size();
+        if nx != ny {
+            return Err(Error::LengthMismatch {
+                input: nx,
+                output: ny,
+            });
+        }
+        // SAFETY: both buffers are live allocations of nx elements.
+        unsafe { self.eval_raw(x.ptr(), y.ptr(), nx, x_dtype, y_dtype, stream) }
+    }
+
+    fn check_ptr(&self, what: &'static str, ptr: u64, n: usize, dtype: DType) -> Result<()> {
+        if ptr == 0 {
+            return Err(Error::NullPointer(what, n));
+        }
+        if ptr % dtype.size() as u64 != 0 {
+            return Err(Error::Misaligned {
+                what,
+                ptr,
+                dtype,
+                align: dtype.size(),
+            });
+        }
+        let mut start: sys::CUdeviceptr = 0;
+        let mut size: usize = 0;
+        // SAFETY: out-pointers valid for the attribute types (CUdeviceptr, size_t).
+        let r1 = unsafe {
+            sys::cuPointerGetAttribute(
+                &mut start as *mut _ as *mut _,
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                ptr,
+            )
+        };
+        let r2 = unsafe {
+            sys::cuPointerGetAttribute(
+                &mut size as *mut _ as *mut _,
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                ptr,
+            )
+        };
+        if r1 != sys::CUresult::CUDA_SUCCESS || r2 != sys::CUresult::CUDA_SUCCESS {
+            return Err(Error::BadPointer {
+                what,
+                ptr,
+                reason: format!("not a device allocation known to the driver ({r1:?})"),
+            });
+        }
+        let need = n as u128 * dtype.size() as u128;
+        let have = (start as u128 + size as u128).saturating_sub(ptr as u128);
+        if need > have {
+            return Err(Error::BadPointer {
+                what,
+                ptr,
+                reason: format!(
+                    "{n} {dtype} elements need {need} bytes but the allocation has {have} bytes from there"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn launch_eval(
+        &self,
+        deriv: Option<&CudaTable>,
+        x: u64,
+        y: u64,
+        dy: u64,
+        n: usize,
+        x_dtype: DType,
+        y_dtype: DType,
+        stream: u64,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.backend.bind()?;
+        self.check_ptr("input", x, n, x_dtype)?;
+        self.check_ptr("output", y, n, y_dtype)?;
+        let xb = (x as u128, x as u128 + n as u128 * x_dtype.size() as u128);
+        let yb = (y as u128, y as u128 + n as u128 * y_dtype.size() as u128);
+        let overlap = |a: (u128, u128), b: (u128, u128)| a.0 < b.1 && b.0 < a.1;
+        if x == y {
+            if x_dtype.size() != y_dtype.size() {
+                return Err(Error::Overlap(format!(
+                    "in-place evaluation needs input and output dtypes of one size ({x_dtype} in, {y_dtype} out)"
+                )));
+            }
+        } else if overlap(xb, yb) {
+            return Err(Error::Overlap(
+                "input and output overlap without being the same buffer".into(),
+            ));
+        }
+        if deriv.is_some() {
+            self.check_ptr("derivative output", dy, n, y_dtype)?;
+            let db = (dy as u128, dy as u128 + n as u128 * y_dtype.size() as u128);
+            if overlap(db, xb) || overlap(db, yb) {
+                return Err(Error::Overlap(
+                    "the derivative output overlaps the input or the output".into(),
+                ));
+            }
+        }
+        let (spec, smem) = self.spec(x_dtype, y_dtype, deriv);
+        let (m, _) =
+            self.backend
+                .module("pwpa_eval", &spec.source(), &self.backend.options(&[]))?;
+        let f = self.backend.function(&m, "pwpa_eval")?;
+
+        // Vector region: first element where x is 16-byte aligned; y (and dy) must be too.
+        let xs = x_dtype.size() as u64;
+        let ys = y_dtype.size() as u64;
+        let head = (((16 - (x % 16)) % 16) / xs).min(n as u64);
+        let aligned = |p: u64| (p + head * ys) % 16 == 0;
+        let ve = 16 / xs; // elements per 16-byte input chunk
+        let (vbeg, nchunks) = if aligned(y) && (deriv.is_none() || aligned(dy)) {
+            (head, (n as u64 - head) / ve)
+        } else {
+            (0, 0)
+        };
+        let nscalar = n as u64 - ve * nchunks;
+        let block = spec.block;
+        let per_sm = match self.opts.blocks_per_sm {
+            0 => self.backend.occupancy(f, block, smem),
+            b => b.min(self.backend.occupancy(f, block, smem)),
+        };
+        let full = per_sm as u64 * self.backend.multiprocessors() as u64;
+        let needed = (nchunks.div_ceil(spec.unroll as u64))
+            .max(nscalar)
+            .div_ceil(block as u64);
+        let grid = needed.clamp(1, full.max(1)) as u32;
+        let mut params = self.params(deriv, spec.repl);
+        let (mut px, mut py, mut pdy, mut pn, mut pv, mut pc) = (x, y, dy, n as u64, vbeg, nchunks);
+        let mut args: [*mut std::ffi::c_void; 7] = [
+            &mut px as *mut _ as *mut _,
+            &mut py as *mut _ as *mut _,
+            &mut pdy as *mut _ as *mut _,
+            &mut pn as *mut _ as *mut _,
+            &mut pv as *mut _ as *mut _,
+            &mut pc as *mut _ as *mut _,
+            &mut params as *mut _ as *mut _,
+        ];
+        // SAFETY: the argument list matches pwpa_eval's signature; pointers were checked.
+        unsafe {
+            self.backend
+                .launch(f, grid, block, smem, stream, &mut args, "pwpa_eval")
+        }
+    }
+
+    /// Convenience: uploads `x`, evaluates on the default stream, downloads the result.
+    pub fn eval_host<T: Element, U: Element>(&self, x: &[T]) -> Result<Vec<U>> {
+        let mut out = vec![U::from_f32(0.0); x.len()];
+        if x.is_empty() {
+            return Ok(out);
+        }
+        let xb = DeviceBuffer::from_slice(&self.backend, x)?;
+        let yb = DeviceBuffer::new(&self.backend, std::mem::size_of_val(out.as_slice()))?;
+        // SAFETY: both buffers hold x.len() elements.
+        unsafe { self.eval_raw(xb.ptr(), yb.ptr(), x.len(), T::DTYPE, U::DTYPE, 0)? };
+        sync(&self.backend)?;
+        yb.download(0, &mut out)?;
+        Ok(out)
+    }
+
+    /// Convenience: fused value and derivative of a host slice.
+    pub fn eval_with_derivative_host<T: Element, U: Element>(
+        &self,
+        deriv: &CudaTable,
+        x: &[T],
+    ) -> Result<(Vec<U>, Vec<U>)> {
+        let mut y = vec![U::from_f32(0.0); x.len()];
+        let mut dy = vec![U::from_f32(0.0); x.len()];
+        if x.is_empty() {
+            return Ok((y, dy));
+        }
+        let xb = DeviceBuffer::from_slice(&self.backend, x)?;
+        let yb = DeviceBuffer::new(&self.backend, std::mem::size_of_val(y.as_slice()))?;
+        let db = DeviceBuffer::new(&self.backend, std::mem::size_of_val(dy.as_slice()))?;
+        // SAFETY: all buffers hold x.len() elements.
+        unsafe {
+            self.eval_with_derivative_raw(
+                deriv,
+                xb.ptr(),
+                yb.ptr(),
+                db.ptr(),
+                x.len(),
+                T::DTYPE,
+                U::DTYPE,
+                0,
+            )?
+        };
+        sync(&self.backend)?;
+        yb.download(0, &mut y)?;
+        db.download(0, &mut dy)?;
+        Ok((y, dy))
+    }
+}
+
+fn sync(b: &CudaBackend) -> Result<()> {
+    b.bind()?;
+    // SAFETY: context bound.
+    check(
+        unsafe { sys::cuCtxSynchronize() },
+        "synchronising after a kernel",
+    )
+}

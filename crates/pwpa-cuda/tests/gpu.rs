@@ -1,0 +1,401 @@
+//! GPU tests: bit-identical to the CPU oracle, layouts and sizes, fused derivative,
+//! the seed variants, the module cache, and bad input. Each test prints
+//! "no CUDA driver: skipping GPU test" and passes on machines without a GPU.
+
+mod common;
+
+use common::{backend, random_inputs, random_table, Rng};
+use pwpa::{bf16, f16, DType, Element, Table};
+use pwpa_cuda::{CudaBackend, CudaTable, DeviceBuffer, Error};
+
+fn assert_bits<U: Element>(t: &Table, xs: &[f32], got: &[U], what: &str) {
+    for (i, (&x, &g)) in xs.iter().zip(got).enumerate() {
+        let want: U = t.eval(x);
+        assert_eq!(
+            g.to_bits_u32(),
+            want.to_bits_u32(),
+            "{what}: element {i}, x = {x:e} (bits {:08x}), got {:?} want {:?}; table P={} D={} tails {}/{} {}",
+            x.to_bits(),
+            g,
+            want,
+            t.partitions(),
+            t.degree(),
+            t.left_tail().kind(),
+            t.right_tail().kind(),
+            if t.breakpoints().is_uniform() { "uniform" } else { "arbitrary" }
+        );
+    }
+}
+
+/// Tables covering both breakpoint kinds, D = 0..15 and every tail kind.
+fn tables(seed: u64, count: usize) -> Vec<Table> {
+    // PWPA_GPU_TEST_QUICK: fewer tables (for compute-sanitizer runs).
+    let count = if std::env::var_os("PWPA_GPU_TEST_QUICK").is_some() {
+        count.min(5)
+    } else {
+        count
+    };
+    let mut r = Rng(seed);
+    (0..count)
+        .map(|k| {
+            let arbitrary = k % 2 == 1;
+            let degree = k % 16;
+            let p = [1usize, 2, 7, 32, 200, 1024, 4096][r.below(7)];
+            random_table(&mut r, arbitrary, p, degree, k % 5, (k / 5) % 5)
+        })
+        .collect()
+}
+
+fn check_exhaustive16<T: Element>(
+    b: &std::sync::Arc<CudaBackend>,
+    t: &Table,
+    all: &[T],
+    xs32: &[f32],
+) {
+    let ct = CudaTable::new(b, t).unwrap();
+    let y: Vec<T> = ct.eval_host(all).unwrap();
+    assert_bits(t, xs32, &y, &format!("{}->{}", T::DTYPE, T::DTYPE));
+    let y32: Vec<f32> = ct.eval_host(all).unwrap();
+    assert_bits(t, xs32, &y32, &format!("{}->f32", T::DTYPE));
+}
+
+#[test]
+fn every_bf16_and_f16_input_matches_cpu() {
+    let Some(b) = backend() else { return };
+    let bfs: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+    let hfs: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+    let bx: Vec<f32> = bfs.iter().map(|v| v.to_f32()).collect();
+    let hx: Vec<f32> = hfs.iter().map(|v| v.to_f32()).collect();
+    for t in tables(1, 40) {
+        check_exhaustive16(&b, &t, &bfs, &bx);
+        check_exhaustive16(&b, &t, &hfs, &hx);
+    }
+}
+
+#[test]
+fn random_f32_inputs_match_cpu() {
+    let Some(b) = backend() else { return };
+    let mut r = Rng(7);
+    for t in tables(2, 48) {
+        let xs = random_inputs(&mut r, &t, 1 << 16);
+        let ct = CudaTable::new(&b, &t).unwrap();
+        let y: Vec<f32> = ct.eval_host(&xs).unwrap();
+        assert_bits(&t, &xs, &y, "f32->f32");
+        let y: Vec<bf16> = ct.eval_host(&xs).unwrap();
+        assert_bits(&t, &xs, &y, "f32->bf16");
+        let y: Vec<f16> = ct.eval_host(&xs).unwrap();
+        assert_bits(&t, &xs, &y, "f32->f16");
+    }
+}
+
+/// 10^8 random f32 inputs (incl. specials) per table kind; release builds only (gpu_check.sh).
+#[test]
+#[ignore]
+fn hundred_million_random_f32_match_cpu() {
+    let Some(b) = backend() else { return };
+    let mut r = Rng(11);
+    let n = 100_000_000usize;
+    for (k, t) in tables(3, 4).into_iter().enumerate() {
+        let xs = random_inputs(&mut r, &t, n);
+        let ct = CudaTable::new(&b, &t).unwrap();
+        let y: Vec<f32> = ct.eval_host(&xs).unwrap();
+        let bad = xs
+            .iter()
+            .zip(&y)
+            .position(|(&x, &g)| <f32 as Element>::to_bits_u32(t.eval(x)) != g.to_bits());
+        assert!(bad.is_none(), "table {k}: first mismatch at {bad:?}");
+        eprintln!("table {k}: {n} f32 inputs bit-identical");
+    }
+}
+
+#[test]
+fn odd_sizes_unaligned_offsets_and_in_place() {
+    let Some(b) = backend() else { return };
+    let mut r = Rng(5);
+    for t in tables(4, 6) {
+        let ct = CudaTable::new(&b, &t).unwrap();
+        let xs = random_inputs(&mut r, &t, 5000);
+        let bx: Vec<bf16> = xs.iter().map(|&v| bf16::from_f32(v)).collect();
+        for &n in &[1usize, 3, 7, 8, 9, 15, 16, 17, 63, 1000, 4093] {
+            for (xo, yo) in [(0usize, 0usize), (1, 0), (0, 1), (3, 3), (5, 2), (7, 7)] {
+                // f32 → f32 at element offsets
+                let xb = DeviceBuffer::from_slice(&b, &xs[..n + 8]).unwrap();
+                let yb = DeviceBuffer::new(&b, (n + 8) * 4).unwrap();
+                yb.fill(0xAB).unwrap();
+                unsafe {
+                    ct.eval_raw(
+                        xb.ptr() + 4 * xo as u64,
+                        yb.ptr() + 4 * yo as u64,
+                        n,
+                        DType::F32,
+                        DType::F32,
+                        0,
+                    )
+                    .unwrap()
+                };
+                let mut out = vec![0f32; n + 8];
+                b.synchronize().unwrap();
+                yb.download(0, &mut out).unwrap();
+                assert_bits(&t, &xs[xo..xo + n], &out[yo..yo + n], "offset f32");
+                for (i, v) in out.iter().enumerate() {
+                    if i < yo || i >= yo + n {
+                        assert_eq!(v.to_bits(), 0xABAB_ABAB, "write outside the output at {i}");
+                    }
+                }
+                // bf16 → f32 (mixed sizes)
+                let xb = DeviceBuffer::from_slice(&b, &bx[..n + 8]).unwrap();
+                unsafe {
+                    ct.eval_raw(
+                        xb.ptr() + 2 * xo as u64,
+                        yb.ptr() + 4 * yo as u64,
+                        n,
+                        DType::BF16,
+                        DType::F32,
+                        0,
+                    )
+                    .unwrap()
+                };
+                b.synchronize().unwrap();
+                yb.download(0, &mut out).unwrap();
+                let xf: Vec<f32> = bx[xo..xo + n].iter().map(|v| v.to_f32()).collect();
+                assert_bits(&t, &xf, &out[yo..yo + n], "offset bf16->f32");
+            }
+            // in place, bf16
+            let buf = DeviceBuffer::from_slice(&b, &bx[..n + 1]).unwrap();
+            unsafe {
+                ct.eval_raw(buf.ptr() + 2, buf.ptr() + 2, n, DType::BF16, DType::BF16, 0)
+                    .unwrap()
+            };
+            b.synchronize().unwrap();
+            let mut out = vec![bf16::ZERO; n + 1];
+            buf.download(0, &mut out).unwrap();
+            let xf: Vec<f32> = bx[1..n + 1].iter().map(|v| v.to_f32()).collect();
+            assert_bits(&t, &xf, &out[1..], "in place bf16");
+            assert_eq!(out[0], bx[0]);
+        }
+    }
+}
+
+#[test]
+fn fused_derivative_matches_two_cpu_evaluations() {
+    let Some(b) = backend() else { return };
+    let mut r = Rng(9);
+    let mut checked = 0;
+    for t in tables(6, 30) {
+        let d = match t.derivative() {
+            Ok(d) => d,
+            Err(_) => {
+                // exp2 tails: any second table on the same breakpoints is a valid partner.
+                let mut rr = Rng(r.next());
+                let k = random_table(
+                    &mut rr,
+                    !t.breakpoints().is_uniform(),
+                    1,
+                    t.degree().saturating_sub(1),
+                    4,
+                    4,
+                );
+                let p = t.partitions();
+                let nd = k.degree();
+                Table::new(
+                    t.breakpoints().clone(),
+                    nd,
+                    t.anchors().to_vec(),
+                    (0..p * (nd + 1))
+                        .map(|_| rr.range(-1.0, 1.0) as f32)
+                        .collect(),
+                    k.left_tail().clone(),
+                    k.right_tail().clone(),
+                )
+                .unwrap()
+            }
+        };
+        let ct = CudaTable::new(&b, &t).unwrap();
+        let cd = CudaTable::new(&b, &d).unwrap();
+        let xs = random_inputs(&mut r, &t, 20_000);
+        let (y, dy): (Vec<f32>, Vec<f32>) = ct.eval_with_derivative_host(&cd, &xs).unwrap();
+        assert_bits(&t, &xs, &y, "fused y");
+        assert_bits(&d, &xs, &dy, "fused dy");
+        let bx: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+        let xf: Vec<f32> = bx.iter().map(|v| v.to_f32()).collect();
+        let (y, dy): (Vec<bf16>, Vec<bf16>) = ct.eval_with_derivative_host(&cd, &bx).unwrap();
+        assert_bits(&t, &xf, &y, "fused y bf16");
+        assert_bits(&d, &xf, &dy, "fused dy bf16");
+        checked += 1;
+    }
+    assert!(checked >= 5);
+}
+
+#[test]
+fn seed_variants_match_pwpa_in_range() {
+    let Some(b) = backend() else { return };
+    let mut r = Rng(13);
+    for (k, t) in tables(8, 8).into_iter().enumerate() {
+        if t.breakpoints().is_uniform() || t.partitions() > 1024 {
+            continue;
+        }
+        let st = pwpa_cuda::seed::SeedTable::new(&b, &t).unwrap();
+        let lo = t.breakpoints().lo() as f64;
+        let hi = t.breakpoints().hi() as f64;
+        let mut xs: Vec<f32> = (0..10_000).map(|_| r.range(lo, hi) as f32).collect();
+        xs.push(lo as f32);
+        xs.push(hi as f32);
+        let xb = DeviceBuffer::from_slice(&b, &xs).unwrap();
+        let yb = DeviceBuffer::new(&b, xs.len() * 4).unwrap();
+        for v in pwpa_cuda::seed::VARIANTS {
+            yb.fill(0xFF).unwrap();
+            match unsafe { st.run(v, xb.ptr(), yb.ptr(), xs.len(), 0) } {
+                Ok(()) => {}
+                Err(Error::Unsupported(..)) => continue,
+                Err(e) => panic!("{v}: {e}"),
+            }
+            b.synchronize().unwrap();
+            let mut out = vec![0f32; xs.len()];
+            yb.download(0, &mut out).unwrap();
+            assert_bits(&t, &xs, &out, &format!("seed {v} table {k}"));
+        }
+    }
+}
+
+#[test]
+fn module_cache_round_trip() {
+    let Some(_) = backend() else { return };
+    let dir = std::env::temp_dir().join(format!("pwpa-cache-test-{}", std::process::id()));
+    std::env::set_var("PWPA_CACHE_DIR", &dir);
+    let t = random_table(&mut Rng(99), false, 8, 3, 0, 0);
+    let b1 = CudaBackend::new(0).unwrap();
+    // A spec nobody else compiles: a unique unroll/dtype mix.
+    let ct = CudaTable::with_options(
+        &b1,
+        &t,
+        pwpa_cuda::LaunchOptions {
+            unroll: 8,
+            blocks_per_sm: 3,
+        },
+    )
+    .unwrap();
+    let (spec, _) = ct.spec(DType::F16, DType::BF16, None);
+    let s1 = b1.prepare(&spec).unwrap();
+    assert_eq!(b1.prepare(&spec).unwrap(), pwpa_cuda::ModuleSource::Memory);
+    let b2 = CudaBackend::new(0).unwrap();
+    let s2 = b2.prepare(&spec).unwrap();
+    assert_eq!(s2, pwpa_cuda::ModuleSource::Disk, "first was {s1:?}");
+    assert!(std::fs::read_dir(dir.join("cuda")).unwrap().count() >= 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_is_reported() {
+    let Some(b) = backend() else { return };
+    let t = random_table(&mut Rng(1), true, 16, 3, 0, 1);
+    let ct = CudaTable::new(&b, &t).unwrap();
+    let xb = DeviceBuffer::new(&b, 4096).unwrap();
+    let yb = DeviceBuffer::new(&b, 4096).unwrap();
+    unsafe {
+        assert!(matches!(
+            ct.eval_raw(0, yb.ptr(), 8, DType::F32, DType::F32, 0),
+            Err(Error::NullPointer(..))
+        ));
+        assert!(matches!(
+            ct.eval_raw(xb.ptr(), 0, 8, DType::F32, DType::F32, 0),
+            Err(Error::NullPointer(..))
+        ));
+        assert!(matches!(
+            ct.eval_raw(xb.ptr() + 1, yb.ptr(), 8, DType::F32, DType::F32, 0),
+            Err(Error::Misaligned { .. })
+        ));
+        assert!(matches!(
+            ct.eval_raw(xb.ptr(), yb.ptr() + 2, 8, DType::F32, DType::F32, 0),
+            Err(Error::Misaligned { .. })
+        ));
+        // Past the end of the allocation.
+        let e = ct
+            .eval_raw(xb.ptr(), yb.ptr(), 1025, DType::F32, DType::F32, 0)
+            .unwrap_err();
+        assert!(matches!(e, Error::BadPointer { .. }), "{e}");
+        // A host address.
+        let host = [0f32; 16];
+        let e = ct
+            .eval_raw(
+                host.as_ptr() as u64,
+                yb.ptr(),
+                16,
+                DType::F32,
+                DType::F32,
+                0,
+            )
+            .unwrap_err();
+        assert!(matches!(e, Error::BadPointer { .. }), "{e}");
+        // Overlaps.
+        assert!(matches!(
+            ct.eval_raw(xb.ptr(), xb.ptr() + 4, 8, DType::F32, DType::F32, 0),
+            Err(Error::Overlap(..))
+        ));
+        assert!(matches!(
+            ct.eval_raw(xb.ptr(), xb.ptr(), 8, DType::F32, DType::BF16, 0),
+            Err(Error::Overlap(..))
+        ));
+        // n = 0 is a no-op, even with null pointers.
+        ct.eval_raw(0, 0, 0, DType::F32, DType::F32, 0).unwrap();
+    }
+    // Length mismatch through the checked buffer API.
+    let small = DeviceBuffer::new(&b, 400).unwrap();
+    assert!(matches!(
+        ct.eval_buffers(&xb, DType::F32, &small, DType::F32, 0),
+        Err(Error::LengthMismatch {
+            input: 1024,
+            output: 100
+        })
+    ));
+    // Derivative on other breakpoints.
+    let other = CudaTable::new(&b, &random_table(&mut Rng(2), true, 16, 2, 0, 0)).unwrap();
+    let e = ct
+        .eval_with_derivative_host::<f32, f32>(&other, &[0.0])
+        .unwrap_err();
+    assert!(matches!(e, Error::DerivativeMismatch(..)), "{e}");
+    // No such device.
+    let e = CudaBackend::new(1000).unwrap_err();
+    assert!(matches!(e, Error::NoDevice { ordinal: 1000, .. }), "{e}");
+    assert!(e.to_string().contains("no CUDA device with ordinal 1000"));
+    // Unknown seed variant.
+    let st = pwpa_cuda::seed::SeedTable::new(&b, &t).unwrap();
+    assert!(matches!(
+        unsafe { st.run("nope", xb.ptr(), yb.ptr(), 8, 0) },
+        Err(Error::UnknownVariant(..))
+    ));
+    b.synchronize().unwrap();
+}
+
+/// More than 2^31 elements (bf16, 4 GiB in + 4 GiB out): 64-bit indexing.
+#[test]
+#[ignore]
+fn more_than_two_to_the_31_elements() {
+    let Some(b) = backend() else { return };
+    let (free, _) = b.context().mem_get_info().unwrap();
+    if free < (9usize << 30) {
+        eprintln!("only {free} bytes free: skipping the 2^31 test");
+        return;
+    }
+    let t = random_table(&mut Rng(21), true, 64, 3, 1, 2);
+    let ct = CudaTable::new(&b, &t).unwrap();
+    let n = (1usize << 31) + 5;
+    let xs: Vec<u16> = (0..n)
+        .map(|e| (e as u32).wrapping_mul(40503) as u16)
+        .collect();
+    let lut: Vec<u16> = (0..=u16::MAX)
+        .map(|h| t.eval::<bf16, bf16>(bf16::from_bits(h)).to_bits())
+        .collect();
+    let xb = DeviceBuffer::from_slice(&b, &xs).unwrap();
+    let yb = DeviceBuffer::new(&b, 2 * n).unwrap();
+    unsafe {
+        ct.eval_raw(xb.ptr() + 2, yb.ptr(), n - 1, DType::BF16, DType::BF16, 0)
+            .unwrap()
+    };
+    b.synchronize().unwrap();
+    let mut out = vec![0u16; n];
+    yb.download(0, &mut out).unwrap();
+    for e in 0..n - 1 {
+        assert_eq!(out[e], lut[xs[e + 1] as usize], "element {e}");
+    }
+    eprintln!("{} bf16 elements bit-identical", n - 1);
+}

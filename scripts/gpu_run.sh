@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Device side of scripts/gpu_check.sh: run from the repository root on the GPU machine
+# with .gpu/ carried. Writes logs and CSVs to $OUT; prints a short table last.
+set -u
+FINAL=${OUT:-/tmp/pwpa-gpu-out}
+# Work in a scratch folder; only 8 files come back from $OUT (see the end).
+OUT=/tmp/pwpa-gpu-work
+rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PWPA_CACHE_DIR=/tmp/pwpa-cache
+G=.gpu
+S=$OUT/summary.txt
+: > "$S"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/device.txt"
+ldd $G/pwpa | grep -i "not found" && echo "WARNING: missing libraries for the carried binary"
+$G/pwpa --version 2>&1 | head -1
+step() { echo "== $1: $2" >> "$S"; }
+START=$(date +%s)
+# Time left for a step: its own cap, but never past 540 s of the whole run.
+tl() { local left=$(( 540 - ($(date +%s) - START) )); [ $left -lt 1 ] && left=1; [ $1 -lt $left ] && echo $1 || echo $left; }
+
+# 1. GPU tests (release), incl. the ignored big ones (10^8 f32, 2^31 elements).
+t0=$(date +%s)
+timeout $(tl 170) $G/test-gpu --include-ignored --test-threads=2 > "$OUT/tests.log" 2>&1
+rc=$?; step "gpu tests" "rc=$rc $(grep -E '^test result' "$OUT/tests.log" | tail -1) ($(( $(date +%s)-t0 )) s)"
+grep -E "FAILED|panicked|failed" "$OUT/tests.log" | head -5 >> "$S"
+timeout $(tl 25) $G/test-nvrtc_compile > "$OUT/nvrtc.log" 2>&1; step "nvrtc compile test" "rc=$?"
+
+# 3. Benchmarks.
+mkdir -p "$OUT/bench"
+t0=$(date +%s)
+timeout $(tl 150) $G/pwpa bench random:256:3 --device cuda --sweep --repeats 15 --out-dir "$OUT/bench" > "$OUT/bench-sweep.log" 2>&1
+step "bench sweep" "rc=$? ($(( $(date +%s)-t0 )) s)"
+timeout $(tl 70) $G/pwpa bench random:256:3 --device cuda --study --out-dir "$OUT/bench" > "$OUT/bench-study.log" 2>&1
+step "bench study" "rc=$?"
+for spec in "gelu bf16" "sigmoid f32" "tanh bf16" "silu f16"; do
+  set -- $spec
+  timeout $(tl 15) $G/pwpa bench $1 --device cuda --dtype $2 --repeats 10 >> "$OUT/bench-functions.log" 2>&1
+  step "bench $1 $2" "rc=$?"
+done
+
+# 2. compute-sanitizer (quick mode: fewer tables), memcheck and racecheck.
+export PWPA_GPU_TEST_QUICK=1
+for tool in memcheck racecheck; do
+  t0=$(date +%s)
+  timeout $(tl 60) compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $G/test-gpu --test-threads=1 \
+    odd_sizes bad_input seed_variants fused > "$OUT/sanitizer-$tool.log" 2>&1
+  rc=$?; step "compute-sanitizer $tool" "rc=$rc $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1) $(grep -E '^test result' "$OUT/sanitizer-$tool.log" | tail -1) ($(( $(date +%s)-t0 )) s)"
+done
+unset PWPA_GPU_TEST_QUICK
+
+# 4. Python GPU tests (hook).
+if [ -f .gpu/python/run_gpu_tests.sh ]; then
+  timeout $(tl 200) bash .gpu/python/run_gpu_tests.sh > "$OUT/python.log" 2>&1
+  step "python gpu tests" "rc=$? $(tail -1 "$OUT/python.log")"
+fi
+
+# Short table last.
+echo
+echo "================ GPU CHECK SUMMARY ================"
+cat "$OUT/device.txt" | tail -1
+cat "$S"
+if [ -f "$OUT/bench/gpu-sweep.csv" ]; then
+  echo "--- fraction of copy (N=2^28): kernel dtype kind P D unroll ms fraction"
+  awk -F, 'NR>1 && ($1=="pwpa" || $1=="seed base-aos") {printf "%s %s %s P=%s D=%s u=%s %.4f ms %.3f\n",$1,$2,$3,$4,$5,$7,$8,$11}' "$OUT/bench/gpu-sweep.csv"
+  echo "--- coarsening sweep"
+  awk -F, 'NR>1 && $1=="pwpa-unroll-sweep" {printf "%s %s P=%s D=%s u=%s %.3f\n",$2,$3,$4,$5,$7,$11}' "$OUT/bench/gpu-sweep.csv"
+  grep -E "first call" "$OUT/bench/gpu-sweep.md"
+fi
+
+# Hand back at most 8 files: the key results unpacked, everything else in logs.tgz.
+tar czf "$FINAL/logs.tgz" -C "$OUT" . 2>/dev/null
+cp "$S" "$FINAL/summary.txt"
+for f in gpu-sweep.csv gpu-sweep.md gpu-study.csv gpu-study.md gpu-study.svg; do
+  [ -f "$OUT/bench/$f" ] && cp "$OUT/bench/$f" "$FINAL/$f"
+done
+[ -f "$OUT/bench-functions.log" ] && cp "$OUT/bench-functions.log" "$FINAL/"
