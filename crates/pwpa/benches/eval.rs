@@ -3,12 +3,14 @@
 //! breakpoints, beside a copy of the same bytes (read N inputs, write N outputs)
 //! and the scalar oracle for a few configurations. Throughput is in elements.
 //!
-//! `cargo bench -p pwpa --bench eval` (criterion; `-- <filter>` to select).
+//! `cargo bench -p pwpa --bench eval` (criterion; `-- <filter>` to select). With
+//! `PWPA_BENCH_CPUTIME=1` it also prints one-thread throughput per CPU-second for
+//! key configurations (steadier than wall-clock numbers on a shared machine).
 
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use pwpa::eval::{Evaluator, Parallelism};
 use pwpa::{bf16, Breakpoints, Element, Table, Tail};
 use rayon::prelude::*;
@@ -130,6 +132,82 @@ fn benches(c: &mut Criterion) {
     bench_type::<bf16>(c, "bf16");
 }
 
+/// CPU time (user + system) of the calling thread in seconds, from
+/// `/proc/thread-self/stat` (clock ticks of 1/100 s). None off Linux.
+fn thread_cpu_seconds() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let f: Vec<&str> = s[s.rfind(')')? + 2..].split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+/// Elements per CPU-second of one thread: repeats `f` (N elements each) until it
+/// has used at least one CPU-second. On a shared machine wall-clock throughput
+/// depends on the other load; CPU time much less so.
+fn per_cpu_second(mut f: impl FnMut()) -> Option<f64> {
+    f();
+    let t0 = thread_cpu_seconds()?;
+    let mut reps = 0u64;
+    loop {
+        f();
+        reps += 1;
+        let dt = thread_cpu_seconds()? - t0;
+        if dt >= 1.0 {
+            return Some(reps as f64 * N as f64 / dt / 1e9);
+        }
+    }
+}
+
+/// `PWPA_BENCH_CPUTIME=1`: one-thread throughput per CPU-second for key
+/// configurations, printed as a markdown table.
+fn cpu_time_report() {
+    if std::env::var("PWPA_BENCH_CPUTIME").is_err() {
+        return;
+    }
+    println!("| config (one thread) | Gelem per CPU-second |");
+    println!("|---|---:|");
+    let row = |name: &str, v: Option<f64>| match v {
+        Some(v) => println!("| {name} | {v:.3} |"),
+        None => println!("| {name} | (no /proc/thread-self/stat) |"),
+    };
+    fn run<T: Element>(row: &dyn Fn(&str, Option<f64>), ty: &str) {
+        let x: Vec<T> = inputs();
+        let mut y: Vec<T> = vec![T::from_f32(0.0); N];
+        row(
+            &format!("{ty} memcpy"),
+            per_cpu_second(|| y.copy_from_slice(black_box(&x))),
+        );
+        for (uniform, p, d) in [
+            (true, 16, 1),
+            (true, 256, 3),
+            (false, 256, 3),
+            (true, 4096, 7),
+        ] {
+            let kind = if uniform { "uniform" } else { "arbitrary" };
+            let t = table(p, d, uniform);
+            let ev = Evaluator::new(&t).with_parallelism(Parallelism::Sequential);
+            row(
+                &format!("{ty} fast {kind} P={p} D={d}"),
+                per_cpu_second(|| ev.eval(black_box(&x), &mut y).unwrap()),
+            );
+            if (uniform, p, d) == (true, 256, 3) {
+                row(
+                    &format!("{ty} oracle {kind} P={p} D={d}"),
+                    per_cpu_second(|| t.eval_reference(black_box(&x), &mut y).unwrap()),
+                );
+            }
+        }
+    }
+    run::<f32>(&row, "f32");
+    run::<bf16>(&row, "bf16");
+}
+
+fn main() {
+    eval();
+    Criterion::default().configure_from_args().final_summary();
+    cpu_time_report();
+}
+
 criterion_group! {
     name = eval;
     config = Criterion::default()
@@ -139,4 +217,3 @@ criterion_group! {
         .without_plots();
     targets = benches
 }
-criterion_main!(eval);

@@ -119,7 +119,7 @@ fn random_tail(rng: &mut StdRng, lo: f32, hi: f32) -> Tail {
                         if k + 1 == n {
                             rng.random_range(-4.0..4.0)
                         } else {
-                            rng.random_range(-0.5..0.5f32) * 0.1f32.powi((n - 1 - k) as i32 - 1)
+                            rng.random_range(-0.5..0.5f32) * 0.1f32.powi(n - 1 - k - 1)
                         }
                     })
                     .collect(),
