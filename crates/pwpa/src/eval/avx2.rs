@@ -5,8 +5,9 @@
 //! `_mm256_fmadd_ps` is the correctly rounded FMA that `f32::mul_add` is. Lanes that
 //! are NaN or outside `[b_0, b_P]` are computed on a safe stand-in value and then
 //! overwritten by the scalar oracle (they are rare). Coefficients come from 128-bit
-//! loads of the padded AoS rows and a transpose (no gathers: they are microcoded and
-//! slow on many x86 CPUs), or, for P ≤ 32, from register permutes of an SoA copy.
+//! loads of the padded AoS rows and a transpose (no gathers: on the development
+//! machine they were 1.7–2.5× slower), or, for P ≤ 32, from register permutes of an
+//! SoA copy.
 //! Conversions: F16C `vcvtph2ps`/`vcvtps2ph` (round to nearest even) and bf16 by an
 //! integer round-to-nearest-even on the f32 bits, NaN canonicalised first.
 
