@@ -119,7 +119,7 @@ fn random_tail(rng: &mut StdRng, lo: f32, hi: f32) -> Tail {
                         if k + 1 == n {
                             rng.random_range(-4.0..4.0)
                         } else {
-                            rng.random_range(-0.5..0.5f32) * 0.1f32.powi((n - 1 - k) as i32 - 1)
+                            rng.random_range(-0.5..0.5f32) * 0.1f32.powi(n - 1 - k - 1)
                         }
                     })
                     .collect(),
@@ -272,7 +272,7 @@ fn check_table(table: &Table, seed: u64, n_random: usize) -> Result<(), String> 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// Random tables (P, D, uniform or arbitrary, anchors, all tail kinds) and inputs.
     #[test]
@@ -357,7 +357,10 @@ fn odd_lengths_and_in_place() {
     let u = random_table(12, 64, 3, true);
     let mut rng = StdRng::seed_from_u64(99);
     for &n in &[0usize, 1, 7, 8, 9, 33, 65_536 + 3, 1_000_003] {
-        for table in [&t, &u] {
+        // The longest input (debug builds are slow) checks fewer combinations.
+        let big = n > 100_000;
+        let tables = if big { vec![&t] } else { vec![&t, &u] };
+        for table in tables {
             let (lo, hi) = (table.breakpoints().lo(), table.breakpoints().hi());
             let w = hi - lo;
             let xs: Vec<f32> = (0..n)
@@ -371,11 +374,13 @@ fn odd_lengths_and_in_place() {
                 .collect();
             let xb: Vec<bf16> = xs.iter().map(|&x| bf16::from_f32(x)).collect();
             for ev in evaluators(table, &[Parallelism::Sequential, Parallelism::Rayon]) {
-                check::<f32, f32>(&ev, table, &xs).unwrap();
                 check::<f32, bf16>(&ev, table, &xs).unwrap();
-                check::<bf16, bf16>(&ev, table, &xb).unwrap();
-                check_in_place(&ev, table, &xs).unwrap();
                 check_in_place(&ev, table, &xb).unwrap();
+                if !big {
+                    check::<f32, f32>(&ev, table, &xs).unwrap();
+                    check::<bf16, bf16>(&ev, table, &xb).unwrap();
+                    check_in_place(&ev, table, &xs).unwrap();
+                }
             }
         }
     }

@@ -4,8 +4,10 @@
 //! `_mm256_sub_ps`/`_mm256_mul_ps` are separately rounded (never contracted), and
 //! `_mm256_fmadd_ps` is the correctly rounded FMA that `f32::mul_add` is. Lanes that
 //! are NaN or outside `[b_0, b_P]` are computed on a safe stand-in value and then
-//! overwritten by the scalar oracle (they are rare). Coefficients come from gathers
-//! on the padded AoS rows, or, for P ≤ 32, from register permutes of an SoA copy.
+//! overwritten by the scalar oracle (they are rare). Coefficients come from 128-bit
+//! loads of the padded AoS rows and a transpose (no gathers: on the development
+//! machine they were 1.7–2.5× slower), or, for P ≤ 32, from register permutes of an
+//! SoA copy.
 //! Conversions: F16C `vcvtph2ps`/`vcvtps2ph` (round to nearest even) and bf16 by an
 //! integer round-to-nearest-even on the f32 bits, NaN canonicalised first.
 
@@ -83,44 +85,39 @@ fn uniform_index(x: __m256, lo: __m256, inv: __m256, pmax: __m256) -> __m256i {
     _mm256_cvttps_epi32(_mm256_min_ps(u, pmax))
 }
 
-/// Arbitrary index: grid cell, then the exact scan (see `prepared`).
+/// Four columns `4*blk .. 4*blk+4` of the rows of the eight lanes' pieces, as four
+/// 8-lane vectors: two 128-bit loads per lane pair and a 4×4 transpose within each
+/// 128-bit half (gathers are avoided: they are slow on many x86 CPUs).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn arbitrary_index(
-    pr: &Prepared,
-    x: __m256,
-    lo: __m256,
-    ginv: __m256,
-    gmax: __m256,
-) -> __m256i {
-    let u = _mm256_mul_ps(_mm256_sub_ps(x, lo), ginv);
-    let cell = _mm256_cvttps_epi32(_mm256_min_ps(u, gmax));
-    // SAFETY: cell ∈ [0, G-1]; i + 1 ∈ [1, P] because ext[P] = +Inf stops the scan
-    // for every finite x (all lanes here are in range).
+unsafe fn block4(rows: *const f32, off: &[usize; 8], blk: usize) -> [__m256; 4] {
+    // SAFETY: each off[l] + 4*blk + 4 <= rows.len() (rows are padded to a multiple of 4).
     unsafe {
-        let mut i = _mm256_i32gather_epi32::<4>(pr.grid.as_ptr() as *const i32, cell);
-        let ext = pr.ext.as_ptr().add(1);
-        loop {
-            let next = _mm256_i32gather_ps::<4>(ext, i);
-            let le = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_LE_OQ>(next, x));
-            if _mm256_testz_si256(le, le) != 0 {
-                return i;
-            }
-            // le is −1 where b_{i+1} <= x.
-            i = _mm256_sub_epi32(i, le);
-        }
+        let r0 = _mm256_loadu2_m128(rows.add(off[4] + 4 * blk), rows.add(off[0] + 4 * blk));
+        let r1 = _mm256_loadu2_m128(rows.add(off[5] + 4 * blk), rows.add(off[1] + 4 * blk));
+        let r2 = _mm256_loadu2_m128(rows.add(off[6] + 4 * blk), rows.add(off[2] + 4 * blk));
+        let r3 = _mm256_loadu2_m128(rows.add(off[7] + 4 * blk), rows.add(off[3] + 4 * blk));
+        let t0 = _mm256_unpacklo_ps(r0, r1);
+        let t1 = _mm256_unpackhi_ps(r0, r1);
+        let t2 = _mm256_unpacklo_ps(r2, r3);
+        let t3 = _mm256_unpackhi_ps(r2, r3);
+        [
+            _mm256_shuffle_ps::<0x44>(t0, t2),
+            _mm256_shuffle_ps::<0xEE>(t0, t2),
+            _mm256_shuffle_ps::<0x44>(t1, t3),
+            _mm256_shuffle_ps::<0xEE>(t1, t3),
+        ]
     }
 }
 
-/// Fetches column `k` of the rows (0 = anchor, 1.. = coefficients) for each lane.
+/// Column `k` (0 = anchor, 1.. = coefficients) for each lane, by register permutes
+/// of the SoA copy (P ≤ W ∈ {8, 16, 32}).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn fetch<const W: usize>(pr: &Prepared, k: usize, idx: __m256i, row_off: __m256i) -> __m256 {
-    // SAFETY: idx ∈ [0, P-1], so row_off + k indexes inside `rows`, and the SoA
-    // copy has W ≥ P entries per column.
+unsafe fn fetch<const W: usize>(pr: &Prepared, k: usize, idx: __m256i) -> __m256 {
+    // SAFETY: idx ∈ [0, P-1] and the SoA copy has W ≥ P entries per column.
     unsafe {
         match W {
-            0 => _mm256_i32gather_ps::<4>(pr.rows.as_ptr().add(k), row_off),
             8 => _mm256_permutevar8x32_ps(_mm256_loadu_ps(pr.soa.as_ptr().add(k * 8)), idx),
             16 => {
                 let base = pr.soa.as_ptr().add(k * 16);
@@ -142,6 +139,61 @@ unsafe fn fetch<const W: usize>(pr: &Prepared, k: usize, idx: __m256i, row_off: 
     }
 }
 
+/// Arbitrary-breakpoint indices of 8 in-range lanes: the grid cell in SIMD, then
+/// per lane the cell's start plus one comparison (or the scan, for crowded cells).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn arbitrary_index(
+    pr: &Prepared,
+    xs: __m256,
+    lo: __m256,
+    ginv: __m256,
+    gmax: __m256,
+) -> [usize; 8] {
+    let u = _mm256_mul_ps(_mm256_sub_ps(xs, lo), ginv);
+    let cell = _mm256_cvttps_epi32(_mm256_min_ps(u, gmax));
+    let mut ca = [0i32; 8];
+    let mut xa = [0f32; 8];
+    // SAFETY: 8-element stack arrays.
+    unsafe {
+        _mm256_storeu_si256(ca.as_mut_ptr() as *mut __m256i, cell);
+        _mm256_storeu_ps(xa.as_mut_ptr(), xs);
+    }
+    let mut out = [0usize; 8];
+    for l in 0..8 {
+        out[l] = pr.index_in_cell(ca[l] as usize, xa[l]);
+    }
+    out
+}
+
+/// Horner over the rows at `off` (one per lane): t = x − anchor, then FMA steps.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn horner_rows(rows: *const f32, off: &[usize; 8], xs: __m256, d: usize) -> __m256 {
+    // SAFETY: forwarded (rows padded to whole 4-column blocks).
+    let c = unsafe { block4(rows, off, 0) };
+    let t = _mm256_sub_ps(xs, c[0]);
+    let mut r = c[1];
+    if d >= 1 {
+        r = _mm256_fmadd_ps(r, t, c[2]);
+    }
+    if d >= 2 {
+        r = _mm256_fmadd_ps(r, t, c[3]);
+    }
+    let mut col = 4;
+    while col < d + 2 {
+        // SAFETY: as above; col is a multiple of 4 below the padded stride.
+        let c = unsafe { block4(rows, off, col / 4) };
+        for q in 0..4 {
+            if col + q < d + 2 {
+                r = _mm256_fmadd_ps(r, t, c[q]);
+            }
+        }
+        col += 4;
+    }
+    r
+}
+
 /// The kernel: `n` elements from `src` (kind TI) to `dst` (kind TO).
 ///
 /// # Safety
@@ -159,7 +211,7 @@ unsafe fn kernel<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize
     let hi = _mm256_set1_ps(pr.hi);
     let inv = _mm256_set1_ps(if UNIFORM { pr.inv_step } else { pr.g_inv });
     let clampv = _mm256_set1_ps(if UNIFORM { pr.pmax_f } else { pr.g_max_f });
-    let stride = _mm256_set1_epi32(pr.stride as i32);
+    let stride = pr.stride;
     let d = pr.d;
     let nv = n / 8;
     for v in 0..nv {
@@ -173,26 +225,54 @@ unsafe fn kernel<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize
         let out_mask = !_mm256_movemask_ps(inr) & 0xFF;
         // Out-of-range and NaN lanes compute on b_0 and are replaced below.
         let xs = _mm256_blendv_ps(lo, x, inr);
-        let idx = if UNIFORM {
-            uniform_index(xs, lo, inv, clampv)
-        } else {
-            // SAFETY: all lanes of xs are in range.
-            unsafe { arbitrary_index(pr, xs, lo, inv, clampv) }
-        };
-        let row_off = if W == 0 {
-            _mm256_mullo_epi32(idx, stride)
-        } else {
-            idx
-        };
-        // SAFETY: idx ∈ [0, P-1] (see `fetch`).
-        let mut r = unsafe {
-            let t = _mm256_sub_ps(xs, fetch::<W>(pr, 0, idx, row_off));
-            let mut r = fetch::<W>(pr, 1, idx, row_off);
-            for k in 0..d {
-                r = _mm256_fmadd_ps(r, t, fetch::<W>(pr, k + 2, idx, row_off));
+        let mut r;
+        if W == 0 {
+            // Row offsets per lane, then the rows by 4-column blocks.
+            let mut off = [0usize; 8];
+            if UNIFORM {
+                let idx = uniform_index(xs, lo, inv, clampv);
+                let mut ia = [0i32; 8];
+                // SAFETY: 8-int stack array.
+                unsafe { _mm256_storeu_si256(ia.as_mut_ptr() as *mut __m256i, idx) };
+                for l in 0..8 {
+                    off[l] = ia[l] as usize * stride;
+                }
+            } else {
+                // SAFETY: all lanes of xs are in range.
+                let ia = unsafe { arbitrary_index(pr, xs, lo, inv, clampv) };
+                for l in 0..8 {
+                    off[l] = ia[l] * stride;
+                }
             }
-            r
-        };
+            // SAFETY: offsets of rows in [0, P-1].
+            r = unsafe { horner_rows(pr.rows.as_ptr(), &off, xs, d) };
+        } else {
+            let idx = if UNIFORM {
+                uniform_index(xs, lo, inv, clampv)
+            } else {
+                // SAFETY: all lanes of xs are in range.
+                let ia = unsafe { arbitrary_index(pr, xs, lo, inv, clampv) };
+                _mm256_setr_epi32(
+                    ia[0] as i32,
+                    ia[1] as i32,
+                    ia[2] as i32,
+                    ia[3] as i32,
+                    ia[4] as i32,
+                    ia[5] as i32,
+                    ia[6] as i32,
+                    ia[7] as i32,
+                )
+            };
+            // SAFETY: idx ∈ [0, P-1] (see `fetch`).
+            r = unsafe {
+                let t = _mm256_sub_ps(xs, fetch::<W>(pr, 0, idx));
+                let mut r = fetch::<W>(pr, 1, idx);
+                for k in 0..d {
+                    r = _mm256_fmadd_ps(r, t, fetch::<W>(pr, k + 2, idx));
+                }
+                r
+            };
+        }
         if out_mask != 0 {
             let mut xa = [0f32; 8];
             let mut ra = [0f32; 8];

@@ -5,7 +5,10 @@
 //! any of the three, with exactly the oracle's f32 operations and one rounding at the
 //! end. On x86_64 CPUs with AVX2, FMA and F16C (detected at run time) it uses 8-lane
 //! SIMD kernels; elsewhere a portable scalar kernel. Large inputs are split over
-//! rayon's pool. Nothing is allocated beyond the caller's output.
+//! rayon's pool. For f16 and bf16 inputs of at least [`LUT_THRESHOLD`] elements the
+//! evaluator computes all 65,536 results once with its kernel, keeps them (128 or
+//! 256 KiB per type pair) and then only looks them up. Apart from those tables,
+//! nothing is allocated beyond the caller's output.
 //!
 //! ```
 //! use pwpa::eval::{Evaluator, Parallelism};
@@ -37,6 +40,7 @@
 //! ```
 
 use std::any::TypeId;
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
@@ -54,6 +58,9 @@ use prepared::Prepared;
 pub const PARALLEL_THRESHOLD: usize = 1 << 16;
 /// Elements per rayon task (a multiple of 8).
 const CHUNK: usize = 1 << 14;
+/// 16-bit inputs of at least this many elements go through a table of all 65,536
+/// results (built once per evaluator and type pair, by the kernel itself).
+pub const LUT_THRESHOLD: usize = 1 << 16;
 
 /// How much parallelism to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +110,22 @@ pub struct Evaluator {
     prepared: Prepared,
     parallelism: Parallelism,
     backend: Backend,
+    luts: Luts,
+}
+
+/// Every result for a 16-bit input type, built on first use:
+/// `to16[input][output]` (f16 = 0, bf16 = 1) and `to32[input]`.
+#[derive(Clone, Debug, Default)]
+struct Luts {
+    to16: [[OnceLock<Box<[u16]>>; 2]; 2],
+    to32: [OnceLock<Box<[u32]>>; 2],
+}
+
+/// A borrowed result table.
+#[derive(Clone, Copy)]
+enum Lut<'a> {
+    To16(&'a [u16; 65536]),
+    To32(&'a [u32; 65536]),
 }
 
 /// The kernel's code for an element type (None: not one of f32, f16, bf16).
@@ -129,6 +152,7 @@ impl Evaluator {
             prepared: Prepared::new(table),
             parallelism: Parallelism::Rayon,
             backend: Backend::detect(),
+            luts: Luts::default(),
         }
     }
 
@@ -152,6 +176,7 @@ impl Evaluator {
             }
         }
         self.backend = backend;
+        self.luts = Luts::default();
         Ok(self)
     }
 
@@ -175,33 +200,103 @@ impl Evaluator {
                 output: output.len(),
             });
         }
+        let lut = self.lut::<T, U>(input.len());
         if self.parallel(input.len()) {
             input
                 .par_chunks(CHUNK)
                 .zip(output.par_chunks_mut(CHUNK))
                 // SAFETY: distinct slices of equal length.
                 .for_each(|(i, o)| unsafe {
-                    self.run(i.as_ptr(), o.as_mut_ptr(), i.len());
+                    self.run_lut(lut, i.as_ptr(), o.as_mut_ptr(), i.len());
                 });
         } else {
             // SAFETY: distinct slices of equal length.
-            unsafe { self.run(input.as_ptr(), output.as_mut_ptr(), input.len()) };
+            unsafe { self.run_lut(lut, input.as_ptr(), output.as_mut_ptr(), input.len()) };
         }
         Ok(())
     }
 
     /// Evaluates in place: `data[i] = table.eval(data[i])`.
     pub fn eval_in_place<T: Element>(&self, data: &mut [T]) {
+        let lut = self.lut::<T, T>(data.len());
         if self.parallel(data.len()) {
             data.par_chunks_mut(CHUNK).for_each(|c| {
                 let p = c.as_mut_ptr();
                 // SAFETY: the same buffer in and out (the kernels read before writing).
-                unsafe { self.run(p as *const T, p, c.len()) };
+                unsafe { self.run_lut(lut, p as *const T, p, c.len()) };
             });
         } else {
             let p = data.as_mut_ptr();
             // SAFETY: as above.
-            unsafe { self.run(p as *const T, p, data.len()) };
+            unsafe { self.run_lut(lut, p as *const T, p, data.len()) };
+        }
+    }
+
+    /// The result table for a 16-bit input type T and output U, for inputs of `n`
+    /// elements (None: T is f32, or n is small).
+    fn lut<T: Element, U: Element>(&self, n: usize) -> Option<Lut<'_>> {
+        if n < LUT_THRESHOLD {
+            return None;
+        }
+        let ti = match kind::<T>()? {
+            0 => return None,
+            k => k as usize - 1,
+        };
+        let all = || (0..=u16::MAX).collect::<Vec<u16>>();
+        match kind::<U>()? {
+            0 => {
+                let t = self.luts.to32[ti].get_or_init(|| {
+                    let (x, mut out) = (all(), vec![0u32; 65536]);
+                    // SAFETY: T is a 16-bit type (kind 1 or 2) and U is f32, so the
+                    // buffers hold 65,536 elements of each.
+                    unsafe { self.run(x.as_ptr() as *const T, out.as_mut_ptr() as *mut U, 65536) };
+                    out.into_boxed_slice()
+                });
+                Some(Lut::To32(t.as_ref().try_into().ok()?))
+            }
+            k => {
+                let t = self.luts.to16[ti][k as usize - 1].get_or_init(|| {
+                    let (x, mut out) = (all(), vec![0u16; 65536]);
+                    // SAFETY: T and U are 16-bit types.
+                    unsafe { self.run(x.as_ptr() as *const T, out.as_mut_ptr() as *mut U, 65536) };
+                    out.into_boxed_slice()
+                });
+                Some(Lut::To16(t.as_ref().try_into().ok()?))
+            }
+        }
+    }
+
+    /// Runs through the result table when there is one, else the kernel.
+    ///
+    /// # Safety
+    /// As [`Self::run`]; with a table, T is the 16-bit type it was built for and U
+    /// its output type.
+    unsafe fn run_lut<T: Element, U: Element>(
+        &self,
+        lut: Option<Lut<'_>>,
+        src: *const T,
+        dst: *mut U,
+        n: usize,
+    ) {
+        let src16 = src as *const u16;
+        // SAFETY: by the contract, element j of src and dst is valid; the read comes
+        // before the write of the same element.
+        unsafe {
+            match lut {
+                None => self.run(src, dst, n),
+                Some(Lut::To16(t)) => {
+                    let dst = dst as *mut u16;
+                    for j in 0..n {
+                        dst.add(j).write(t[src16.add(j).read() as usize]);
+                    }
+                }
+                Some(Lut::To32(t)) => {
+                    let dst = dst as *mut u32;
+                    for j in 0..n {
+                        dst.add(j).write(t[src16.add(j).read() as usize]);
+                    }
+                }
+            }
         }
     }
 

@@ -11,14 +11,29 @@
 //! f32 min, truncation — the same operations in the scalar and the SIMD code).
 //! `g` is monotone non-decreasing in `x`, so for an interior breakpoint `b_j`,
 //! `g(b_j) < g(x)` implies `b_j < x` and `g(b_j) > g(x)` implies `b_j > x`. Cell `c` stores `start[c] = #{j in 1..P : g(b_j) < c}`, a lower
-//! bound on the index of every `x` in the cell; a short scan then counts the interior
-//! breakpoints `b_j <= x` that share the cell with `x`. The result is exactly the
+//! bound on the index of every `x` in the cell; the interior breakpoints that share
+//! the cell with `x` are `b_{start+1}, …`, and those `<= x` are added (one comparison
+//! when the cell holds at most one breakpoint, the grid is refined until nearly all
+//! do; otherwise a short scan). The result is exactly the
 //! oracle's rule (the number of interior breakpoints `<= x`), for any breakpoint list.
 
 use crate::table::{uniform_index, Breakpoints, Table};
 
-/// Largest grid, in cells (16 MiB of u32).
-const MAX_GRID: usize = 1 << 22;
+/// Largest grid, in cells (8 MiB).
+const MAX_GRID: usize = 1 << 20;
+/// Flag on [`Cell::start`]: the cell holds more than one interior breakpoint.
+pub(crate) const MULTI: u32 = 1 << 31;
+
+/// One lookup-grid cell.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub(crate) struct Cell {
+    /// `#{j in 1..P : g(b_j) < c}`, with [`MULTI`] set when more than one interior
+    /// breakpoint falls in the cell.
+    pub start: u32,
+    /// The first interior breakpoint in the cell (`b_{start+1}`), +Inf if none.
+    pub thr: f32,
+}
 
 /// A table prepared for fast evaluation.
 #[derive(Clone, Debug)]
@@ -39,15 +54,15 @@ pub(crate) struct Prepared {
     pub pmax_f: f32,
     /// Arbitrary: `ext[j] = b_j` for `1 <= j < P`, `ext[P] = +Inf`, `ext[0]` unused.
     pub ext: Vec<f32>,
-    /// Arbitrary: `start[c]` per grid cell.
-    pub grid: Vec<u32>,
+    /// Arbitrary: the lookup grid.
+    pub grid: Vec<Cell>,
     /// Arbitrary: grid scale (finite, ≥ 0).
     pub g_inv: f32,
     /// Arbitrary: `(G - 1) as f32` (exact).
     pub g_max_f: f32,
-    /// Rows `[anchor, c_0, …, c_D]`, stride `D + 2`, one per partition.
+    /// Rows `[anchor, c_0, …, c_D, 0…]`, one per partition, zero-padded to `stride`.
     pub rows: Vec<f32>,
-    /// `D + 2`.
+    /// `D + 2` rounded up to a multiple of 4.
     pub stride: usize,
     /// For P ≤ 32: SoA of the rows, each of the `D + 2` columns padded to `soa_width`.
     pub soa: Vec<f32>,
@@ -60,11 +75,11 @@ impl Prepared {
         let b = table.breakpoints();
         let p = b.partitions();
         let d = table.degree();
-        let stride = d + 2;
-        let mut rows = Vec::with_capacity(p * stride);
+        let stride = (d + 2).div_ceil(4) * 4;
+        let mut rows = vec![0.0f32; p * stride];
         for i in 0..p {
-            rows.push(table.anchors()[i]);
-            rows.extend_from_slice(table.piece(i));
+            rows[i * stride] = table.anchors()[i];
+            rows[i * stride + 1..i * stride + d + 2].copy_from_slice(table.piece(i));
         }
         let soa_width = match p {
             0..=8 => 8,
@@ -72,10 +87,10 @@ impl Prepared {
             17..=32 => 32,
             _ => 0,
         };
-        let mut soa = vec![0.0f32; soa_width * stride];
+        let mut soa = vec![0.0f32; soa_width * (d + 2)];
         if soa_width > 0 {
             for i in 0..p {
-                for k in 0..stride {
+                for k in 0..d + 2 {
                     soa[k * soa_width + i] = rows[i * stride + k];
                 }
             }
@@ -111,6 +126,7 @@ impl Prepared {
         let interior = &points[1..p];
         let span = self.hi as f64 - self.lo as f64;
         let mut g = (2 * p).next_power_of_two().clamp(16, MAX_GRID);
+        let g_cap = (64 * p).next_power_of_two().min(MAX_GRID);
         loop {
             let mut g_inv = (g as f64 / span) as f32;
             if !(g_inv.is_finite() && g_inv > 0.0) {
@@ -119,21 +135,33 @@ impl Prepared {
             }
             self.g_inv = g_inv;
             self.g_max_f = (g - 1) as f32;
-            let mut count = vec![0u32; g + 1];
+            let mut count = vec![0u32; g];
             for &bj in interior {
-                count[self.cell(bj) + 1] += 1;
+                count[self.cell(bj)] += 1;
             }
             let max_in_cell = count.iter().copied().max().unwrap_or(0);
-            // Prefix sums: start[c] = #{j : cell(b_j) < c}.
-            for c in 1..=g {
-                count[c] += count[c - 1];
-            }
-            count.truncate(g);
-            self.grid = count;
-            if max_in_cell <= 4 || g >= MAX_GRID || g == 1 {
+            if max_in_cell <= 1 || g >= g_cap || g == 1 {
+                // start[c] = #{j : cell(b_j) < c}; the cell's points are then
+                // b_{start+1}, …, b_{start+count}.
+                let mut start = 0u32;
+                self.grid = count
+                    .iter()
+                    .map(|&k| {
+                        let cell = Cell {
+                            start: start | if k > 1 { MULTI } else { 0 },
+                            thr: if k > 0 {
+                                self.ext[start as usize + 1]
+                            } else {
+                                f32::INFINITY
+                            },
+                        };
+                        start += k;
+                        cell
+                    })
+                    .collect();
                 break;
             }
-            g = (g * 8).min(MAX_GRID);
+            g = (g * 4).min(g_cap);
         }
     }
 
@@ -150,7 +178,18 @@ impl Prepared {
         if self.uniform {
             uniform_index(x, self.lo, self.inv_step, self.p)
         } else {
-            let mut i = self.grid[self.cell(x)] as usize;
+            self.index_in_cell(self.cell(x), x)
+        }
+    }
+
+    /// The arbitrary-breakpoint index of an in-range x in grid cell `c`.
+    #[inline(always)]
+    pub fn index_in_cell(&self, c: usize, x: f32) -> usize {
+        let e = self.grid[c];
+        if e.start & MULTI == 0 {
+            e.start as usize + (e.thr <= x) as usize
+        } else {
+            let mut i = (e.start & !MULTI) as usize;
             while self.ext[i + 1] <= x {
                 i += 1;
             }
@@ -166,7 +205,7 @@ impl Prepared {
             return table.eval_f32(x);
         }
         let i = self.index(x);
-        let row = &self.rows[i * self.stride..(i + 1) * self.stride];
+        let row = &self.rows[i * self.stride..i * self.stride + self.d + 2];
         let t = x - row[0];
         let mut r = row[1];
         for &c in &row[2..] {
