@@ -462,7 +462,10 @@ fn fit_and_fit_report_work_on_catalogue_targets() {
     assert_eq!(o.table.meta["function"], "sigmoid");
     assert_eq!((o.partitions, o.degree), (8, 3));
     let e = max_abs(&o.table, sigmoid, -8.0, 8.0, 50_000);
-    assert!(e < 1e-3 && (o.verified_error - e).abs() <= 0.05 * e, "{e:e}");
+    assert!(
+        e < 1e-3 && (o.verified_error - e).abs() <= 0.05 * e,
+        "{e:e}"
+    );
     let t = fit(&target, &FitOptions::default(), &|_| {}).unwrap();
     assert_eq!(t.partitions(), 16);
     // Without exp2 tails the derivative is Table::derivative's.
