@@ -471,3 +471,21 @@ fn fit_and_fit_report_work_on_catalogue_targets() {
     // Without exp2 tails the derivative is Table::derivative's.
     assert_eq!(derivative(&t).unwrap(), t.derivative().unwrap());
 }
+
+#[test]
+fn outcome_prints_what_was_chosen_and_verified() {
+    let c = case("tanh");
+    let f = c.1;
+    let o = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            partitions: 4,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    let s = o.to_string();
+    assert!(s.contains("tanh: 4 pieces of degree 3"), "{s}");
+    assert!(s.contains("bf16, every finite input"), "{s}");
+}
