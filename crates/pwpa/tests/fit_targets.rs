@@ -445,3 +445,47 @@ fn progress_fires_during_searches() {
     .unwrap();
     assert!(count.load(std::sync::atomic::Ordering::Relaxed) >= 3);
 }
+
+#[test]
+fn fit_and_fit_report_work_on_catalogue_targets() {
+    let target = pwpa::Target::parse("sigmoid").unwrap();
+    let o = fit_report(
+        &target,
+        &FitOptions {
+            range: Some((-8.0, 8.0)),
+            partitions: 8,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert_eq!(o.table.meta["function"], "sigmoid");
+    assert_eq!((o.partitions, o.degree), (8, 3));
+    let e = max_abs(&o.table, sigmoid, -8.0, 8.0, 50_000);
+    assert!(
+        e < 1e-3 && (o.verified_error - e).abs() <= 0.05 * e,
+        "{e:e}"
+    );
+    let t = fit(&target, &FitOptions::default(), &|_| {}).unwrap();
+    assert_eq!(t.partitions(), 16);
+    // Without exp2 tails the derivative is Table::derivative's.
+    assert_eq!(derivative(&t).unwrap(), t.derivative().unwrap());
+}
+
+#[test]
+fn outcome_prints_what_was_chosen_and_verified() {
+    let c = case("tanh");
+    let f = c.1;
+    let o = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            partitions: 4,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    let s = o.to_string();
+    assert!(s.contains("tanh: 4 pieces of degree 3"), "{s}");
+    assert!(s.contains("bf16, every finite input"), "{s}");
+}

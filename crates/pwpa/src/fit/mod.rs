@@ -769,3 +769,53 @@ pub fn derivative(table: &Table) -> Result<Table> {
     out.meta = meta;
     Ok(out)
 }
+
+impl std::fmt::Display for FitOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = self
+            .table
+            .meta
+            .get("function")
+            .and_then(|v| v.as_str())
+            .unwrap_or("table");
+        let measure = self
+            .table
+            .meta
+            .get("measure")
+            .and_then(|v| v.as_str())
+            .unwrap_or("abs");
+        writeln!(
+            f,
+            "{name}: {} pieces of degree {} ({} breakpoints)",
+            self.partitions,
+            self.degree,
+            if self.table.breakpoints().is_uniform() {
+                "uniform"
+            } else {
+                "adaptive"
+            }
+        )?;
+        writeln!(
+            f,
+            "  max {measure} error: {:.3e} (f32 evaluator; f64 fit {:.3e}); max abs error {:.3e}",
+            self.verified_error, self.fitted_error, self.verified_abs_error
+        )?;
+        if self.max_jump > 0.0 {
+            writeln!(f, "  largest jump at a breakpoint: {:.3e}", self.max_jump)?;
+        }
+        let dt = self.checked_dtype;
+        writeln!(
+            f,
+            "  {dt}, every input in range: {:.4} % correctly rounded, max {} ulp",
+            100.0 * self.in_range.fraction_correct(),
+            self.in_range.max_ulp
+        )?;
+        write!(
+            f,
+            "  {dt}, every finite input (tails included): {:.4} % correctly rounded, max {} ulp (at x = {})",
+            100.0 * self.all_finite.fraction_correct(),
+            self.all_finite.max_ulp,
+            self.all_finite.max_ulp_at
+        )
+    }
+}

@@ -287,7 +287,28 @@ pub(crate) fn nudge_exact(pcs: &mut Pieces, dt: DType, refs: &[(f32, u16)]) {
                 state ^= state << 17;
                 state
             };
+            // Single-coefficient moves first (±1..±4 ulps), then random joint moves.
+            'single: for slot in first..last {
+                for k in [1i64, -1, 2, -2, 3, -3, 4, -4] {
+                    let mut c = best.1.clone();
+                    let v = f32::from_bits((c[slot].to_bits() as i64 + k) as u32);
+                    if !v.is_finite() {
+                        continue;
+                    }
+                    c[slot] = v;
+                    let w = wrong(&c);
+                    if w < best.0 {
+                        best = (w, c);
+                        if best.0 == 0 {
+                            break 'single;
+                        }
+                    }
+                }
+            }
             for trial in 0..600 {
+                if best.0 == 0 {
+                    break;
+                }
                 let mut c = best.1.clone();
                 let span = 1 + (trial / 150) as i64; // widen the search slowly
                 for slot in c.iter_mut().take(last).skip(first) {
