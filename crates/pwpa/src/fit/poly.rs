@@ -332,7 +332,8 @@ pub(crate) fn fit_piece(
     let anchor = if zero { 0.0 } else { spec.anchor };
     let mut t = compose_affine(&ps, m - anchor, h);
     if zero {
-        t.insert(0, 0.0); // times t (= x)
+        // Times t (= x); a constant term of −0 keeps the sign of zero: fma(r, −0, −0) = −0.
+        t.insert(0, -0.0);
     }
     t.resize(degree + 1, 0.0);
     t.reverse();
