@@ -188,6 +188,9 @@ struct ReportOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     dtype: Option<DType>,
     report: Option<&'a ErrorReport>,
+    /// What a fit chose and verified (P, D, errors measured on the f32 evaluator).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fit: Option<String>,
 }
 
 // ---------------------------------------------------------------- fit
@@ -437,9 +440,11 @@ pub fn fit(a: &FitArgs) -> Result<()> {
         check_output_dir(out)?;
     }
     let pb = progress::bar(1000, &format!("fitting {}", target.name()));
-    let result = pwpa::fit::fit(&target, &opts, &progress::fit_callback(&pb));
+    let result = pwpa::fit::fit_report(&target, &opts, &progress::fit_callback(&pb));
     pb.finish_and_clear();
-    let mut table = result.with_context(|| format!("cannot fit {}", target.name()))?;
+    let outcome = result.with_context(|| format!("cannot fit {}", target.name()))?;
+    let fit_summary = outcome.to_string();
+    let mut table = outcome.table;
     if !table.meta.contains_key("function") {
         table
             .meta
@@ -458,10 +463,12 @@ pub fn fit(a: &FitArgs) -> Result<()> {
             summary: &summary,
             dtype: Some(dtype),
             report: Some(&report),
+            fit: Some(fit_summary),
         };
         return emit(&(serde_json::to_string_pretty(&o)? + "\n"));
     }
     let mut s = summary.text();
+    writeln!(s, "\n{}", fit_summary.trim_end())?;
     writeln!(s, "\n{report}")?;
     if let Some(out) = &a.output {
         writeln!(s, "wrote {}", out.display())?;
@@ -547,6 +554,7 @@ pub fn info(a: &InfoArgs) -> Result<()> {
             summary: &summary,
             dtype: report.as_ref().map(|_| a.dtype),
             report: report.as_ref(),
+            fit: None,
         };
         return emit(&(serde_json::to_string_pretty(&o)? + "\n"));
     }
