@@ -152,7 +152,12 @@ def lsq_table(f, lo, hi, partitions, degree, left="clamp", right="clamp", unifor
 
 
 def sigmoid64(x):
-    return 0.5 * (1 + np.tanh(0.5 * np.asarray(x, np.float64)))
+    """Logistic sigmoid in f64 without cancellation (0.5(1 + tanh(x/2)) loses all
+    relative accuracy for large negative x)."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(over="ignore"):
+        e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 @pytest.fixture(scope="session")
