@@ -41,3 +41,4 @@ done
 tar czf "$FINAL/logs.tgz" -C "$W" . 2>/dev/null
 cp "$S" "$FINAL/summary.txt"
 for k in auto poly; do [ -f "$W/$k/gpu-sweep.csv" ] && cp "$W/$k/gpu-sweep.csv" "$FINAL/sweep-$k.csv"; done
+true
