@@ -3,7 +3,7 @@
 mod common;
 
 use common::{random_table, Rng};
-use pwpa::{bf16, f16, DType, Element};
+use pwpa::{bf16, f16, DType};
 use pwpa_cuda::{result_table, KernelChoice};
 
 #[test]
