@@ -8,7 +8,7 @@ OUT=/tmp/pwpa-gpu-work
 rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PWPA_CACHE_DIR=/tmp/pwpa-cache
-G=.gpu
+G=$(dirname "$0")
 S=$OUT/summary.txt
 : > "$S"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/device.txt"
@@ -50,8 +50,8 @@ done
 unset PWPA_GPU_TEST_QUICK
 
 # 4. Python GPU tests (hook).
-if [ -f .gpu/python/run_gpu_tests.sh ]; then
-  timeout $(tl 200) bash .gpu/python/run_gpu_tests.sh > "$OUT/python.log" 2>&1
+if [ -f $G/python/run_gpu_tests.sh ]; then
+  timeout $(tl 200) bash $G/python/run_gpu_tests.sh > "$OUT/python.log" 2>&1
   step "python gpu tests" "rc=$? $(tail -1 "$OUT/python.log")"
 fi
 

@@ -21,7 +21,10 @@ pub mod seed;
 mod table;
 
 pub use error::{Error, Result};
-pub use table::{lookup_grid, CudaTable, KernelSpec, LaunchOptions};
+pub use table::{
+    lookup_grid, result_table, CudaTable, KernelChoice, KernelSpec, LaunchOptions, LUT_BLOCK,
+    LUT_BYTES,
+};
 
 use cudarc::driver::sys;
 use cudarc::driver::CudaContext;

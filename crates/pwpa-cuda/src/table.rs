@@ -4,11 +4,88 @@ use crate::error::{Error, Result};
 use crate::{check, CudaBackend, DeviceBuffer};
 use cudarc::driver::sys;
 use pwpa::table::{arbitrary_index, Breakpoints, Tail};
-use pwpa::{DType, Element, Table};
-use std::sync::Arc;
+use pwpa::{bf16, f16, DType, Element, Table};
+use std::sync::{Arc, Mutex};
 
 /// The pwpa kernel source.
 pub const PWPA_CU: &str = include_str!("../kernels/pwpa.cu");
+
+/// The result-table kernel source (16-bit in, 16-bit out).
+pub const LUT_CU: &str = include_str!("../kernels/lut.cu");
+
+/// Threads per block of the result-table kernel (one block per multiprocessor: the
+/// 128 KiB table leaves no room for a second one).
+pub const LUT_BLOCK: u32 = 1024;
+
+/// Bytes of the result table: one 16-bit output per 16-bit input pattern.
+pub const LUT_BYTES: usize = 65536 * 2;
+
+/// Which kernel evaluates a table whose input and output are both 16-bit (f16/bf16).
+/// Every other dtype pair, and the fused derivative, always use the polynomial kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum KernelChoice {
+    /// The result table where it applies (16-bit in and out, a device with at least
+    /// 128 KiB of opt-in shared memory per block), else the polynomial kernel.
+    #[default]
+    Auto,
+    /// Always the polynomial kernel (pieces, Horner in f32).
+    Poly,
+    /// The result table where it applies (as `Auto`).
+    Lut,
+}
+
+impl KernelChoice {
+    /// Parses `poly`, `lut` or `auto`.
+    pub fn parse(s: &str) -> Result<KernelChoice> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => Ok(KernelChoice::Auto),
+            "poly" => Ok(KernelChoice::Poly),
+            "lut" => Ok(KernelChoice::Lut),
+            _ => Err(Error::UnknownVariant(
+                s.to_string(),
+                "poly, lut, auto (PWPA_CUDA_KERNEL)".into(),
+            )),
+        }
+    }
+
+    /// From `$PWPA_CUDA_KERNEL` (unset: `Auto`; an unknown value is an error).
+    pub fn from_env() -> Result<KernelChoice> {
+        match std::env::var("PWPA_CUDA_KERNEL") {
+            Ok(v) => KernelChoice::parse(&v),
+            Err(std::env::VarError::NotPresent) => Ok(KernelChoice::Auto),
+            Err(std::env::VarError::NotUnicode(v)) => Err(Error::UnknownVariant(
+                v.to_string_lossy().into_owned(),
+                "poly, lut, auto (PWPA_CUDA_KERNEL)".into(),
+            )),
+        }
+    }
+
+    /// The name (`auto`, `poly`, `lut`).
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelChoice::Auto => "auto",
+            KernelChoice::Poly => "poly",
+            KernelChoice::Lut => "lut",
+        }
+    }
+}
+
+/// The output bit pattern of every 16-bit input pattern, computed by the CPU reference
+/// ([`pwpa::Table::eval`]); `None` unless both dtypes are 16-bit.
+pub fn result_table(table: &Table, x_dtype: DType, y_dtype: DType) -> Option<Vec<u16>> {
+    fn go<T: Element, U: Element>(t: &Table, from: impl Fn(u16) -> T) -> Vec<u16> {
+        (0..=u16::MAX)
+            .map(|b| t.eval::<T, U>(from(b)).to_bits_u32() as u16)
+            .collect()
+    }
+    Some(match (x_dtype, y_dtype) {
+        (DType::F16, DType::F16) => go::<f16, f16>(table, f16::from_bits),
+        (DType::F16, DType::BF16) => go::<f16, bf16>(table, f16::from_bits),
+        (DType::BF16, DType::F16) => go::<bf16, f16>(table, bf16::from_bits),
+        (DType::BF16, DType::BF16) => go::<bf16, bf16>(table, bf16::from_bits),
+        _ => return None,
+    })
+}
 
 /// Largest number of coefficients per piece the kernels support (degree 15).
 pub const MAX_COEFFS: usize = 16;
@@ -207,6 +284,9 @@ pub struct CudaTable {
     lt: TailP,
     rt: TailP,
     opts: LaunchOptions,
+    kernel: KernelChoice,
+    /// Result tables uploaded so far, per (input, output) dtype pair.
+    luts: Mutex<Vec<((DType, DType), DeviceBuffer)>>,
 }
 
 impl std::fmt::Debug for CudaTable {
@@ -287,6 +367,7 @@ impl CudaTable {
         opts: LaunchOptions,
     ) -> Result<CudaTable> {
         table.validate()?;
+        let kernel = KernelChoice::from_env()?;
         let d = table.degree();
         if d + 1 > MAX_COEFFS {
             return Err(Error::TooManyCoefficients {
@@ -352,6 +433,8 @@ impl CudaTable {
             lt: ltp,
             rt: rtp,
             opts,
+            kernel,
+            luts: Mutex::new(Vec::new()),
         })
     }
 
@@ -368,6 +451,50 @@ impl CudaTable {
     /// Sets the launch tunables.
     pub fn set_options(&mut self, opts: LaunchOptions) {
         self.opts = opts;
+    }
+
+    /// The kernel choice for 16-bit in and out (default: `$PWPA_CUDA_KERNEL`, else auto).
+    pub fn kernel(&self) -> KernelChoice {
+        self.kernel
+    }
+
+    /// Sets the kernel choice for 16-bit in and out.
+    pub fn set_kernel(&mut self, kernel: KernelChoice) {
+        self.kernel = kernel;
+    }
+
+    /// Whether [`CudaTable::eval_raw`] with these dtypes uses the result-table kernel.
+    pub fn uses_lut(&self, x_dtype: DType, y_dtype: DType) -> bool {
+        self.kernel != KernelChoice::Poly
+            && x_dtype.size() == 2
+            && y_dtype.size() == 2
+            && self.backend.shared_memory_optin() >= LUT_BYTES
+    }
+
+    /// The device address of the result table for these dtypes, uploaded on first use.
+    fn lut_ptr(&self, x_dtype: DType, y_dtype: DType) -> Result<u64> {
+        let mut luts = self.luts.lock().map_err(crate::poisoned)?;
+        if let Some((_, b)) = luts.iter().find(|(k, _)| *k == (x_dtype, y_dtype)) {
+            return Ok(b.ptr());
+        }
+        let host = result_table(&self.table, x_dtype, y_dtype).ok_or_else(|| {
+            Error::Unsupported(
+                "lut".into(),
+                format!("{x_dtype} in, {y_dtype} out is not 16-bit in and out"),
+            )
+        })?;
+        let buf = DeviceBuffer::from_slice(&self.backend, &host)?;
+        // A pageable upload may still be in flight when cuMemcpyHtoD returns; the kernel
+        // may run on any (non-blocking) stream, so wait for it once.
+        sync(&self.backend)?;
+        let p = buf.ptr();
+        luts.push(((x_dtype, y_dtype), buf));
+        Ok(p)
+    }
+
+    /// The result-table kernel's source.
+    pub fn lut_source(unroll: u32) -> String {
+        format!("#define BLOCK {LUT_BLOCK}\n#define UNROLL {unroll}\n{LUT_CU}")
     }
 
     fn rec_bytes(&self, repl: u32) -> usize {
@@ -634,6 +761,10 @@ impl CudaTable {
                 ));
             }
         }
+        if deriv.is_none() && self.uses_lut(x_dtype, y_dtype) {
+            // SAFETY: pointers checked above; forwarded contract.
+            return unsafe { self.launch_lut(x, y, n, x_dtype, y_dtype, stream) };
+        }
         let (spec, smem) = self.spec(x_dtype, y_dtype, deriv);
         let (m, _) =
             self.backend
@@ -677,6 +808,57 @@ impl CudaTable {
         unsafe {
             self.backend
                 .launch(f, grid, block, smem, stream, &mut args, "pwpa_eval")
+        }
+    }
+
+    /// The result-table launch (pointers already checked by `launch_eval`).
+    unsafe fn launch_lut(
+        &self,
+        x: u64,
+        y: u64,
+        n: usize,
+        x_dtype: DType,
+        y_dtype: DType,
+        stream: u64,
+    ) -> Result<()> {
+        let lut = self.lut_ptr(x_dtype, y_dtype)?;
+        // 1024 threads leave 64 registers per thread: 8 chunks in flight would spill.
+        let unroll = self.opts.unroll.clamp(1, 4);
+        let (m, _) = self.backend.module(
+            "pwpa_lut",
+            &Self::lut_source(unroll),
+            &self.backend.options(&[]),
+        )?;
+        let f = self.backend.function(&m, "pwpa_lut")?;
+        let head = (((16 - (x % 16)) % 16) / 2).min(n as u64);
+        let (vbeg, nchunks) = if (y + 2 * head) % 16 == 0 {
+            (head, (n as u64 - head) / 8)
+        } else {
+            (0, 0)
+        };
+        let nscalar = n as u64 - 8 * nchunks;
+        let per_sm = match self.opts.blocks_per_sm {
+            0 => self.backend.occupancy(f, LUT_BLOCK, LUT_BYTES),
+            b => b.min(self.backend.occupancy(f, LUT_BLOCK, LUT_BYTES)),
+        };
+        let full = per_sm as u64 * self.backend.multiprocessors() as u64;
+        let needed = (nchunks.div_ceil(unroll as u64))
+            .max(nscalar)
+            .div_ceil(LUT_BLOCK as u64);
+        let grid = needed.clamp(1, full.max(1)) as u32;
+        let (mut px, mut py, mut pl, mut pn, mut pv, mut pc) = (x, y, lut, n as u64, vbeg, nchunks);
+        let mut args: [*mut std::ffi::c_void; 6] = [
+            &mut px as *mut _ as *mut _,
+            &mut py as *mut _ as *mut _,
+            &mut pl as *mut _ as *mut _,
+            &mut pn as *mut _ as *mut _,
+            &mut pv as *mut _ as *mut _,
+            &mut pc as *mut _ as *mut _,
+        ];
+        // SAFETY: the argument list matches pwpa_lut's signature; pointers were checked.
+        unsafe {
+            self.backend
+                .launch(f, grid, LUT_BLOCK, LUT_BYTES, stream, &mut args, "pwpa_lut")
         }
     }
 

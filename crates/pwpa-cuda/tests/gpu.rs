@@ -6,7 +6,7 @@ mod common;
 
 use common::{backend, random_inputs, random_table, Rng};
 use pwpa::{bf16, f16, DType, Element, Table};
-use pwpa_cuda::{CudaBackend, CudaTable, DeviceBuffer, Error};
+use pwpa_cuda::{CudaBackend, CudaTable, DeviceBuffer, Error, KernelChoice};
 
 fn assert_bits<U: Element>(t: &Table, xs: &[f32], got: &[U], what: &str) {
     for (i, (&x, &g)) in xs.iter().zip(got).enumerate() {
@@ -46,17 +46,35 @@ fn tables(seed: u64, count: usize) -> Vec<Table> {
         .collect()
 }
 
+/// Every input of one 16-bit type, through the result-table kernel (auto) and the
+/// polynomial kernel (forced), to both 16-bit types and to f32.
 fn check_exhaustive16<T: Element>(
     b: &std::sync::Arc<CudaBackend>,
     t: &Table,
     all: &[T],
     xs32: &[f32],
 ) {
-    let ct = CudaTable::new(b, t).unwrap();
-    let y: Vec<T> = ct.eval_host(all).unwrap();
-    assert_bits(t, xs32, &y, &format!("{}->{}", T::DTYPE, T::DTYPE));
-    let y32: Vec<f32> = ct.eval_host(all).unwrap();
-    assert_bits(t, xs32, &y32, &format!("{}->f32", T::DTYPE));
+    let mut ct = CudaTable::new(b, t).unwrap();
+    for kernel in [KernelChoice::Auto, KernelChoice::Poly] {
+        ct.set_kernel(kernel);
+        let k = kernel.name();
+        if kernel == KernelChoice::Auto {
+            assert_eq!(
+                ct.uses_lut(T::DTYPE, T::DTYPE),
+                b.shared_memory_optin() >= pwpa_cuda::LUT_BYTES
+            );
+        } else {
+            assert!(!ct.uses_lut(T::DTYPE, T::DTYPE));
+        }
+        let y: Vec<T> = ct.eval_host(all).unwrap();
+        assert_bits(t, xs32, &y, &format!("{k}: {}->{}", T::DTYPE, T::DTYPE));
+        let y: Vec<bf16> = ct.eval_host(all).unwrap();
+        assert_bits(t, xs32, &y, &format!("{k}: {}->bf16", T::DTYPE));
+        let y: Vec<f16> = ct.eval_host(all).unwrap();
+        assert_bits(t, xs32, &y, &format!("{k}: {}->f16", T::DTYPE));
+        let y32: Vec<f32> = ct.eval_host(all).unwrap();
+        assert_bits(t, xs32, &y32, &format!("{k}: {}->f32", T::DTYPE));
+    }
 }
 
 #[test]
@@ -114,6 +132,8 @@ fn odd_sizes_unaligned_offsets_and_in_place() {
     let mut r = Rng(5);
     for t in tables(4, 6) {
         let ct = CudaTable::new(&b, &t).unwrap();
+        let mut ct_poly = CudaTable::new(&b, &t).unwrap();
+        ct_poly.set_kernel(KernelChoice::Poly);
         let xs = random_inputs(&mut r, &t, 5000);
         let bx: Vec<bf16> = xs.iter().map(|&v| bf16::from_f32(v)).collect();
         for &n in &[1usize, 3, 7, 8, 9, 15, 16, 17, 63, 1000, 4093] {
@@ -159,8 +179,57 @@ fn odd_sizes_unaligned_offsets_and_in_place() {
                 yb.download(0, &mut out).unwrap();
                 let xf: Vec<f32> = bx[xo..xo + n].iter().map(|v| v.to_f32()).collect();
                 assert_bits(&t, &xf, &out[yo..yo + n], "offset bf16->f32");
+                // bf16 → bf16 and bf16 → f16 (the result-table kernel by default), with a
+                // guard pattern around the output.
+                for kernel in [KernelChoice::Auto, KernelChoice::Poly] {
+                    let ct = if kernel == KernelChoice::Poly {
+                        &ct_poly
+                    } else {
+                        &ct
+                    };
+                    for y_dtype in [DType::BF16, DType::F16] {
+                        let yb = DeviceBuffer::new(&b, (n + 8) * 2).unwrap();
+                        yb.fill(0xAB).unwrap();
+                        unsafe {
+                            ct.eval_raw(
+                                xb.ptr() + 2 * xo as u64,
+                                yb.ptr() + 2 * yo as u64,
+                                n,
+                                DType::BF16,
+                                y_dtype,
+                                0,
+                            )
+                            .unwrap()
+                        };
+                        b.synchronize().unwrap();
+                        let mut out = vec![0u16; n + 8];
+                        yb.download(0, &mut out).unwrap();
+                        for (i, &v) in out.iter().enumerate() {
+                            if i < yo || i >= yo + n {
+                                assert_eq!(
+                                    v, 0xABAB,
+                                    "{kernel:?}: write outside the output at {i}"
+                                );
+                            }
+                        }
+                        let what =
+                            format!("{kernel:?} offset bf16->{y_dtype} (x+{xo}, y+{yo}, n {n})");
+                        if y_dtype == DType::BF16 {
+                            let got: Vec<bf16> = out.iter().map(|&h| bf16::from_bits(h)).collect();
+                            assert_bits(&t, &xf, &got[yo..yo + n], &what);
+                        } else {
+                            let got: Vec<f16> = out.iter().map(|&h| f16::from_bits(h)).collect();
+                            assert_bits(&t, &xf, &got[yo..yo + n], &what);
+                        }
+                    }
+                }
             }
-            // in place, bf16
+            // in place, bf16 (the result-table kernel by default)
+            assert_eq!(
+                ct.uses_lut(DType::BF16, DType::BF16),
+                ct.kernel() != KernelChoice::Poly
+                    && b.shared_memory_optin() >= pwpa_cuda::LUT_BYTES
+            );
             let buf = DeviceBuffer::from_slice(&b, &bx[..n + 1]).unwrap();
             unsafe {
                 ct.eval_raw(buf.ptr() + 2, buf.ptr() + 2, n, DType::BF16, DType::BF16, 0)
@@ -378,6 +447,15 @@ fn more_than_two_to_the_31_elements() {
     }
     let t = random_table(&mut Rng(21), true, 64, 3, 1, 2);
     let ct = CudaTable::new(&b, &t).unwrap();
+    // Default choice: the result-table kernel where the device has the shared memory.
+    eprintln!(
+        "2^31 test through the {} kernel",
+        if ct.uses_lut(DType::BF16, DType::BF16) {
+            "result-table"
+        } else {
+            "polynomial"
+        }
+    );
     let n = (1usize << 31) + 5;
     let xs: Vec<u16> = (0..n)
         .map(|e| (e as u32).wrapping_mul(40503) as u16)

@@ -98,7 +98,20 @@ fn every_specialisation_compiles_for_sm90() {
     )
     .unwrap_or_else(|e| panic!("seed: {e}"));
     assert!(!c.image.is_empty());
-    eprintln!("compiled {n} pwpa specialisations + mathref + seed");
+    for unroll in [1u32, 2, 4] {
+        let c = compile::compile(
+            "pwpa_lut",
+            &pwpa_cuda::CudaTable::lut_source(unroll),
+            &opts(&[]),
+            true,
+        )
+        .unwrap_or_else(|e| panic!("lut (unroll {unroll}): {e}"));
+        assert!(!c.image.is_empty());
+        let s = spills(&c.log);
+        assert!(s.is_empty(), "lut kernel spills: {s:?}");
+        eprintln!("lut unroll {unroll}: {}", c.log.trim());
+    }
+    eprintln!("compiled {n} pwpa specialisations + lut + mathref + seed");
     for r in &report {
         eprintln!("SPILL {r}");
     }
