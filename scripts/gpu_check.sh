@@ -31,6 +31,13 @@ for t in "${TESTS[@]}"; do
 done
 strip "$DEST"/pwpa "$DEST"/test-* 2>/dev/null || true
 cp scripts/gpu_run.sh "$DEST/run.sh"
+# The Python package with CUDA support, for the Python GPU tests on the device.
+if [ -f bindings/python/build_gpu_wheel.sh ]; then
+  bash bindings/python/build_gpu_wheel.sh >/dev/null
+  mkdir -p "$DEST/whl"
+  rm -f "$DEST"/whl/*.whl
+  cp .whl/*.whl "$DEST/whl/"
+fi
 du -sh "$DEST"
 echo
 echo "Device invocation (tool 'run'):"
