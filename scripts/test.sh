@@ -24,6 +24,10 @@ cargo fmt --all --check
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
+# The Python bindings are their own Cargo workspace (bindings/python).
+step "bindings/python: cargo fmt --check, clippy -D warnings"
+(cd bindings/python && cargo fmt --check && cargo clippy --all-targets -- -D warnings)
+
 # Release for speed, with integer overflow checks kept on.
 step "cargo test --workspace --release"
 CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true cargo test --workspace --release
