@@ -489,3 +489,57 @@ fn outcome_prints_what_was_chosen_and_verified() {
     assert!(s.contains("tanh: 4 pieces of degree 3"), "{s}");
     assert!(s.contains("bf16, every finite input"), "{s}");
 }
+
+#[test]
+fn exp_with_growing_and_decaying_exp2_tails_is_small_and_within_one_bf16_ulp_everywhere() {
+    // exp grows exponentially to the right: an increasing exp2 tail covers [1, overflow),
+    // a decreasing one (−∞, −1], so a few pieces on [−1, 1] suffice.
+    let c = case("exp");
+    let f = c.1;
+    let o = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            range: Some((-1.0, 1.0)),
+            degree: 4,
+            partitions: 4,
+            exp_tails: true,
+            goal: Goal::Exact(DType::BF16),
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(
+        o.partitions <= 64 && o.degree == 4,
+        "{} pieces",
+        o.partitions
+    );
+    assert!(matches!(
+        o.table.right_tail(),
+        pwpa::Tail::Exp2 {
+            negative: false,
+            ..
+        }
+    ));
+    assert!(matches!(
+        o.table.left_tail(),
+        pwpa::Tail::Exp2 {
+            negative: false,
+            ..
+        }
+    ));
+    let (n, wrong, _) = bf16_check(&o.table, f, Some((-1.0, 1.0)));
+    assert!(n > 16_000);
+    assert_eq!(wrong, 0, "{n} inputs in range");
+    // Every finite bf16 input, tails included (overflow to +Inf and flush to 0 included).
+    let (n_all, wrong_all, max_all) = bf16_check(&o.table, f, None);
+    assert!(max_all <= 1, "max {max_all} ulp");
+    assert!(
+        wrong_all * 1000 < n_all,
+        "{wrong_all} of {n_all} off by one ulp"
+    );
+    assert_eq!(o.table.eval_f32(89.0), f32::INFINITY);
+    assert_eq!(o.table.eval_f32(-104.0), 0.0);
+    assert_eq!(o.table.eval_f32(f32::INFINITY), f32::INFINITY);
+    assert_eq!(o.table.eval_f32(f32::NEG_INFINITY), 0.0);
+}

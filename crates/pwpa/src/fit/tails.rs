@@ -6,13 +6,16 @@ use crate::table::{horner, Tail, MAX_TAIL_DEGREE};
 
 /// log2|f| below which f32 results flush to 0 (2^-150 rounds to 0 in f32).
 const FLUSH_LOG2: f64 = -152.0;
+/// log2|f| at and above which `exp2_f32` (and f32 itself) overflows to infinity.
+const OVERFLOW_LOG2: f64 = 128.0;
 /// Target error of q in log2 units (a relative error of 7e-6, far below a bf16/f16 ULP).
 const TAIL_TOL: f64 = 1e-5;
 
-/// The far end of an exponentially decaying side: the point beyond `end` (in the
-/// direction `dir` = ±1) where log2|g| reaches [`FLUSH_LOG2`], provided g keeps its
-/// sign and |g| decreases on the way. None if g does not decay like that within 2^12.
-pub(crate) fn decay_span(g: &dyn Fn(f64) -> f64, end: f64, dir: f64) -> Option<f64> {
+/// The far end of an exponential side: the point beyond `end` (in the direction
+/// `dir` = ±1) where log2|g| reaches [`FLUSH_LOG2`] (decaying, `grow = false`) or
+/// [`OVERFLOW_LOG2`] (growing, `grow = true`, as exp toward +∞), provided g keeps its
+/// sign and |g| is monotone on the way. None if g does not do that within 2^12.
+fn exp_span(g: &dyn Fn(f64) -> f64, end: f64, dir: f64, grow: bool) -> Option<f64> {
     let g0 = g(end);
     if !(g0.is_finite() && g0 != 0.0) {
         return None;
@@ -38,10 +41,22 @@ pub(crate) fn decay_span(g: &dyn Fn(f64) -> f64, end: f64, dir: f64) -> Option<f
         for k in 1..=steps {
             let x = end + dir * (prev_d + (d - prev_d) * k as f64 / steps as f64);
             let v = l2(x);
-            if v.is_nan() || v > last + 1e-9 {
+            let wrong_way = if grow {
+                v < last - 1e-9
+            } else {
+                v > last + 1e-9
+            };
+            if v.is_nan() || wrong_way {
                 return None;
             }
-            if v < FLUSH_LOG2 {
+            let past = |v: f64| {
+                if grow {
+                    v >= OVERFLOW_LOG2
+                } else {
+                    v < FLUSH_LOG2
+                }
+            };
+            if past(v) {
                 // Bisect for the crossing.
                 let (mut a, mut b) = (
                     prev_d + (d - prev_d) * (k - 1) as f64 / steps as f64,
@@ -49,7 +64,7 @@ pub(crate) fn decay_span(g: &dyn Fn(f64) -> f64, end: f64, dir: f64) -> Option<f
                 );
                 for _ in 0..60 {
                     let m = 0.5 * (a + b);
-                    if l2(end + dir * m) < FLUSH_LOG2 {
+                    if past(l2(end + dir * m)) {
                         b = m;
                     } else {
                         a = m;
@@ -68,8 +83,10 @@ pub(crate) fn decay_span(g: &dyn Fn(f64) -> f64, end: f64, dir: f64) -> Option<f
 
 /// Whether q(u) (f32 coefficients, highest first) decreases strictly going outward
 /// from u = 0 (dir = ±1) over [0, span] and forever after (leading term).
-fn decreases_outward(q: &[f32], dir: f64, span: f64) -> bool {
-    let c: Vec<f64> = q.iter().map(|&v| v as f64).collect();
+fn monotone_outward(q: &[f32], dir: f64, span: f64, grow: bool) -> bool {
+    // q increases outward exactly when −q decreases outward.
+    let sign = if grow { -1.0 } else { 1.0 };
+    let c: Vec<f64> = q.iter().map(|&v| sign * v as f64).collect();
     let n = c.len() - 1;
     if n == 0 {
         return false;
@@ -96,11 +113,16 @@ fn decreases_outward(q: &[f32], dir: f64, span: f64) -> bool {
 
 /// Fits `±2^q(x − end)` to `g` beyond `end` (right side if `right`). Returns the tail
 /// and the max error of q in log2 units, or None when g does not decay exponentially
-/// there or no monotone q of degree ≤ MAX_TAIL_DEGREE fits.
+/// there or no monotone q of degree ≤ MAX_TAIL_DEGREE fits. A side where g grows
+/// exponentially up to f32 overflow (exp toward +∞) gets an increasing q instead,
+/// so results overflow to ±Inf where g does.
 pub(crate) fn fit_exp2_tail(g: Func<'_>, end: f32, right: bool) -> Option<(Tail, f64)> {
     let dir = if right { 1.0 } else { -1.0 };
     let endf = end as f64;
-    let far = decay_span(g, endf, dir)?;
+    let (far, grow) = match exp_span(g, endf, dir, false) {
+        Some(far) => (far, false),
+        None => (exp_span(g, endf, dir, true)?, true),
+    };
     let negative = g(endf) < 0.0;
     let lg = |x: f64| g(x).abs().log2();
     let (a, b) = if right { (endf, far) } else { (far, endf) };
@@ -117,7 +139,7 @@ pub(crate) fn fit_exp2_tail(g: Func<'_>, end: f32, right: bool) -> Option<(Tail,
         };
         let pf = fit_piece(&lg, &spec, deg, Method::Minimax, ErrorMeasure::Absolute);
         let q: Vec<f32> = pf.coeffs.iter().map(|&c| c as f32).collect();
-        if q.iter().any(|c| !c.is_finite()) || !decreases_outward(&q, dir, span) {
+        if q.iter().any(|c| !c.is_finite()) || !monotone_outward(&q, dir, span, grow) {
             continue;
         }
         // Error of the f32 q on a dense grid, as the evaluator computes it.
