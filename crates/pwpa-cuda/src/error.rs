@@ -96,6 +96,9 @@ pub enum Error {
     /// A kernel variant that cannot run this table.
     #[error("kernel variant '{0}' cannot run this table: {1}")]
     Unsupported(String, String),
+    /// A launch larger than the kernels can index.
+    #[error("input too large: {0}")]
+    TooLarge(String),
     /// An error of the core crate.
     #[error(transparent)]
     Pwpa(#[from] pwpa::Error),

@@ -22,8 +22,8 @@ mod table;
 
 pub use error::{Error, Result};
 pub use table::{
-    lookup_grid, result_table, CudaTable, KernelChoice, KernelSpec, LaunchOptions, LUT_BLOCK,
-    LUT_BYTES,
+    grid_is_one_step, lookup_grid, lookup_grid_one_step, lookup_grid_with, result_table, CudaTable,
+    KernelChoice, KernelSpec, LaunchOptions, LUT_BLOCK, LUT_BYTES,
 };
 
 use cudarc::driver::sys;
@@ -56,6 +56,9 @@ pub(crate) struct Module {
     pub(crate) log: String,
 }
 
+/// Shared memory per block kept back for the kernels' static declarations (tile tickets).
+const STATIC_SMEM_RESERVE: usize = 256;
+
 /// One CUDA device: its retained primary context, properties and compiled modules.
 pub struct CudaBackend {
     ctx: Arc<CudaContext>,
@@ -63,6 +66,8 @@ pub struct CudaBackend {
     sms: u32,
     smem_optin: usize,
     modules: Mutex<HashMap<String, Arc<Module>>>,
+    /// Per-stream tile-ticket counters (4 bytes each, zero between launches).
+    tickets: Mutex<HashMap<u64, sys::CUdeviceptr>>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -128,6 +133,7 @@ impl CudaBackend {
             sms: sms.max(1) as u32,
             smem_optin: smem.max(48 * 1024) as usize,
             modules: Mutex::new(HashMap::new()),
+            tickets: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -165,7 +171,8 @@ impl CudaBackend {
 
     /// Largest dynamic shared memory a block may opt in to.
     pub fn shared_memory_optin(&self) -> usize {
-        self.smem_optin
+        // Less what the kernels declare statically (at most STATIC_SMEM_RESERVE bytes).
+        self.smem_optin - STATIC_SMEM_RESERVE
     }
 
     /// The retained primary context.
@@ -174,6 +181,35 @@ impl CudaBackend {
     }
 
     /// Makes the context current on this thread.
+    /// The tile-ticket counter of `stream`: a 4-byte device word, zero whenever no
+    /// kernel that uses it is running. The streaming kernels hand out tiles in order
+    /// from it (so the tiles in flight form one compact wavefront through memory, which
+    /// a persistent grid-stride loop does not), and the block that takes the last
+    /// ticket of a launch sets it back to zero. Launches on one stream run in order, so
+    /// one counter per stream is never shared by two running kernels.
+    pub(crate) fn ticket_counter(&self, stream: u64) -> Result<u64> {
+        let mut map = self.tickets.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&p) = map.get(&stream) {
+            return Ok(p);
+        }
+        self.bind()?;
+        let mut p: sys::CUdeviceptr = 0;
+        // SAFETY: out-pointer valid; context bound.
+        check(
+            unsafe { sys::cuMemAlloc_v2(&mut p, 4) },
+            "allocating a tile counter".to_string(),
+        )?;
+        // SAFETY: p is a fresh 4-byte allocation.
+        let r = unsafe { sys::cuMemsetD32_v2(p, 0, 1) };
+        if let Err(e) = check(r, "zeroing a tile counter".to_string()) {
+            // SAFETY: allocated above, freed once.
+            unsafe { sys::cuMemFree_v2(p) };
+            return Err(e);
+        }
+        map.insert(stream, p);
+        Ok(p)
+    }
+
     pub fn bind(&self) -> Result<()> {
         self.ctx.bind_to_thread().map_err(|e| Error::Driver {
             what: "binding the context to this thread".into(),
@@ -256,13 +292,27 @@ impl CudaBackend {
             what: format!("loading kernel {fname}"),
             source: e,
         })?;
+        // The kernels' own static shared memory (the tile tickets) comes out of the same
+        // per-block limit.
+        let mut stat = 0i32;
+        // SAFETY: valid function handle and out-pointer.
+        check(
+            unsafe {
+                sys::cuFuncGetAttribute(
+                    &mut stat,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                    f.cu_function(),
+                )
+            },
+            format!("reading the static shared memory of {fname}"),
+        )?;
         // SAFETY: valid function handle.
         check(
             unsafe {
                 sys::cuFuncSetAttribute(
                     f.cu_function(),
                     sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    self.smem_optin as i32,
+                    (self.smem_optin as i32 - stat).max(0),
                 )
             },
             format!("raising the shared-memory limit of {fname}"),
@@ -454,6 +504,18 @@ impl DeviceBuffer {
             unsafe { sys::cuMemsetD8_v2(self.ptr, byte, self.bytes) },
             "memset",
         )
+    }
+}
+
+impl Drop for CudaBackend {
+    fn drop(&mut self) {
+        let map = std::mem::take(self.tickets.get_mut().unwrap_or_else(|e| e.into_inner()));
+        if !map.is_empty() && self.bind().is_ok() {
+            for p in map.into_values() {
+                // SAFETY: allocated by ticket_counter and freed once.
+                unsafe { sys::cuMemFree_v2(p) };
+            }
+        }
     }
 }
 

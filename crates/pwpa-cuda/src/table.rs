@@ -183,6 +183,10 @@ pub struct KernelSpec {
     pub block: u32,
     /// Interleaved copies of the records in shared memory (1, 2, 4 or 8).
     pub repl: u32,
+    /// Arbitrary breakpoints: the lookup grid is one-step (one compare, no scan).
+    pub one_step: bool,
+    /// Interleaved copies of the lookup cells in shared memory (1 to 16).
+    pub crepl: u32,
 }
 
 fn dcode(d: DType) -> u32 {
@@ -216,7 +220,7 @@ impl KernelSpec {
         let mut s = format!(
             "#define IN_T {}\n#define OUT_T {}\n#define DEG {}\n#define SL {}\n#define S {}\n#define KIND {}\n\
              #define LT {lt}\n#define RT {rt}\n#define LXD {lxd}\n#define RXD {rxd}\n#define SMEM_REC {}\n#define SMEM_IDX {}\n\
-             #define UNROLL {}\n#define BLOCK {}\n#define REPL {}\n",
+             #define UNROLL {}\n#define BLOCK {}\n#define REPL {}\n#define ONESTEP {}\n#define CREPL {}\n",
             dcode(self.x_dtype),
             dcode(self.y_dtype),
             self.degree,
@@ -228,6 +232,8 @@ impl KernelSpec {
             self.unroll,
             self.block,
             self.repl,
+            self.one_step as u32,
+            self.crepl,
         );
         match self.fused {
             Some((d2, lt2, rt2, lxd2, rxd2)) => s.push_str(&format!(
@@ -280,6 +286,8 @@ pub struct CudaTable {
     cells: Option<DeviceBuffer>,
     g: u32,
     inv: f32,
+    /// The lookup grid is one-step (see [`grid_is_one_step`]).
+    one_step: bool,
     tails: (u32, u32, u32, u32),
     lt: TailP,
     rt: TailP,
@@ -305,9 +313,43 @@ impl std::fmt::Debug for CudaTable {
 /// finds the exact index with a short forward scan.
 pub fn lookup_grid(points: &[f32]) -> (u32, f32, Vec<u32>) {
     let p = points.len() - 1;
+    lookup_grid_with(points, (2 * p).next_power_of_two().clamp(64, 1 << 16))
+}
+
+/// Whether a lookup grid is *one-step*: no cell holds more than one breakpoint, so the
+/// piece of any x is the cell's start piece `s`, or `s + 1` exactly when
+/// `x >= b[s + 1]` (no scan). Cell `c`'s largest index is cell `c + 1`'s start (the
+/// index of the largest x below it); the last cell's is `P - 1`.
+pub fn grid_is_one_step(partitions: usize, cells: &[u32]) -> bool {
+    cells.windows(2).all(|w| w[1] <= w[0] + 1)
+        && cells.last().is_some_and(|&s| partitions as u32 <= s + 2)
+}
+
+/// The coarsest one-step lookup grid with between 2P and max(8P, 4096) cells (at most
+/// 2^16), if there is one (breakpoints much closer together than the range over P need
+/// the scanning grid of [`lookup_grid`]).
+pub fn lookup_grid_one_step(points: &[f32]) -> Option<(u32, f32, Vec<u32>)> {
+    let p = points.len() - 1;
+    let first = (2 * p).next_power_of_two().clamp(64, 1 << 16);
+    let last = (8 * p).max(4096).next_power_of_two().min(1 << 16);
+    let mut g = first;
+    while g <= last {
+        let grid = lookup_grid_with(points, g);
+        if grid.0 as usize == g && grid_is_one_step(p, &grid.2) {
+            return Some(grid);
+        }
+        g *= 2;
+    }
+    None
+}
+
+/// The lookup grid with `g` cells (one cell when the range is not a finite positive f32
+/// width).
+pub fn lookup_grid_with(points: &[f32], g: usize) -> (u32, f32, Vec<u32>) {
+    let p = points.len() - 1;
     let b0 = points[0];
     let range = points[p] as f64 - b0 as f64;
-    let mut g = (2 * p).next_power_of_two().clamp(64, 1 << 16);
+    let mut g = g.max(1);
     let mut inv = (g as f64 / range) as f32;
     if !(inv.is_finite() && inv > 0.0) {
         g = 1;
@@ -346,11 +388,20 @@ pub fn lookup_grid(points: &[f32]) -> (u32, f32, Vec<u32>) {
     (g as u32, inv, cells)
 }
 
-/// The kernel's cell entries: (start piece s, bit pattern of breakpoint s+1).
+/// The kernel's cell entries: (start piece s, bit pattern of breakpoint s+1), with a NaN
+/// for the last piece (no x compares at or above it: the last piece has no successor).
 fn cell_entries(points: &[f32], cells: &[u32]) -> Vec<[u32; 2]> {
+    let last = points.len() - 2;
     cells
         .iter()
-        .map(|&s| [s, points[(s as usize + 1).min(points.len() - 1)].to_bits()])
+        .map(|&s| {
+            let next = if (s as usize) < last {
+                points[s as usize + 1].to_bits()
+            } else {
+                0x7FC0_0000
+            };
+            [s, next]
+        })
         .collect()
 }
 
@@ -403,10 +454,17 @@ impl CudaTable {
             DeviceBuffer::from_slice(backend, &records(slot_stride(d as u32, 1) as usize * 4))?;
         let rec8 =
             DeviceBuffer::from_slice(backend, &records(slot_stride(d as u32, 8) as usize * 4))?;
+        let mut one_step = false;
         let (bp, cells, g, inv) = match table.breakpoints() {
             Breakpoints::Uniform { .. } => (None, None, 0, table.breakpoints().inv_step()),
             Breakpoints::Arbitrary(points) => {
-                let (g, inv, cells) = lookup_grid(points);
+                let (g, inv, cells) = match lookup_grid_one_step(points) {
+                    Some(grid) => {
+                        one_step = true;
+                        grid
+                    }
+                    None => lookup_grid(points),
+                };
                 (
                     Some(DeviceBuffer::from_slice(backend, points)?),
                     Some(DeviceBuffer::from_slice(
@@ -429,6 +487,7 @@ impl CudaTable {
             cells,
             g,
             inv,
+            one_step,
             tails: (lt, rt, lxd, rxd),
             lt: ltp,
             rt: rtp,
@@ -507,9 +566,16 @@ impl CudaTable {
             self.rec.ptr()
         }
     }
-    fn idx_bytes(&self) -> usize {
+    /// Shared memory for the lookup grid (`crepl` interleaved copies of the cells) and,
+    /// unless the grid is one-step, the breakpoints.
+    fn idx_bytes(&self, crepl: u32) -> usize {
         if self.bp.is_some() {
-            self.g as usize * 8 + (self.table.partitions() + 1) * 4
+            self.g as usize * 8 * crepl as usize
+                + if self.one_step {
+                    0
+                } else {
+                    (self.table.partitions() + 1) * 4
+                }
         } else {
             0
         }
@@ -522,7 +588,7 @@ impl CudaTable {
         y_dtype: DType,
         deriv: Option<&CudaTable>,
     ) -> (KernelSpec, usize) {
-        let idx = self.idx_bytes();
+        let idx = self.idx_bytes(1);
         let max = self.backend.shared_memory_optin();
         let rec_r =
             |r: u32| (self.rec_bytes(r) + deriv.map(|d| d.rec_bytes(r)).unwrap_or(0)) * r as usize;
@@ -541,7 +607,20 @@ impl CudaTable {
         } else {
             (false, false)
         };
-        let smem = if smem_rec { rec } else { 0 } + if smem_idx { idx } else { 0 };
+        // Interleaved copies of the lookup cells (fewer bank conflicts on the 8-byte
+        // entries: 16 copies make every 16-lane access phase conflict-free), as many as
+        // fit beside the records.
+        let rec_smem = if smem_rec { rec } else { 0 };
+        let crepl = if smem_idx {
+            [16u32, 8, 4, 2, 1]
+                .into_iter()
+                .find(|&c| rec_smem + self.idx_bytes(c) <= max)
+                .unwrap_or(1)
+        } else {
+            1
+        };
+        let idx = self.idx_bytes(crepl);
+        let smem = rec_smem + if smem_idx { idx } else { 0 };
         let block = if smem > 112 * 1024 {
             1024
         } else if smem > 74 * 1024 {
@@ -571,6 +650,8 @@ impl CudaTable {
                 unroll: self.opts.unroll,
                 block,
                 repl: if smem_rec { repl } else { 1 },
+                one_step: self.one_step,
+                crepl,
             },
             smem,
         )
@@ -789,19 +870,22 @@ impl CudaTable {
             b => b.min(self.backend.occupancy(f, block, smem)),
         };
         let full = per_sm as u64 * self.backend.multiprocessors() as u64;
-        let needed = (nchunks.div_ceil(spec.unroll as u64))
-            .max(nscalar)
-            .div_ceil(block as u64);
-        let grid = needed.clamp(1, full.max(1)) as u32;
+        let ntiles = nchunks.div_ceil(spec.unroll as u64 * block as u64);
+        let grid = ntiles
+            .max(nscalar.div_ceil(block as u64))
+            .clamp(1, full.max(1));
+        let mut pctr = self.tickets(ntiles, grid, stream)?;
+        let grid = grid as u32;
         let mut params = self.params(deriv, spec.repl);
         let (mut px, mut py, mut pdy, mut pn, mut pv, mut pc) = (x, y, dy, n as u64, vbeg, nchunks);
-        let mut args: [*mut std::ffi::c_void; 7] = [
+        let mut args: [*mut std::ffi::c_void; 8] = [
             &mut px as *mut _ as *mut _,
             &mut py as *mut _ as *mut _,
             &mut pdy as *mut _ as *mut _,
             &mut pn as *mut _ as *mut _,
             &mut pv as *mut _ as *mut _,
             &mut pc as *mut _ as *mut _,
+            &mut pctr as *mut _ as *mut _,
             &mut params as *mut _ as *mut _,
         ];
         // SAFETY: the argument list matches pwpa_eval's signature; pointers were checked.
@@ -809,6 +893,17 @@ impl CudaTable {
             self.backend
                 .launch(f, grid, block, smem, stream, &mut args, "pwpa_eval")
         }
+    }
+
+    /// The stream's tile-ticket counter for a launch of `ntiles` tiles on `grid` blocks
+    /// (the kernels count tickets in 32 bits).
+    fn tickets(&self, ntiles: u64, grid: u64, stream: u64) -> Result<u64> {
+        if ntiles + grid > u32::MAX as u64 {
+            return Err(Error::TooLarge(format!(
+                "{ntiles} tiles of 16-byte chunks in one launch (the kernels count tiles in 32 bits)"
+            )));
+        }
+        self.backend.ticket_counter(stream)
     }
 
     /// The result-table launch (pointers already checked by `launch_eval`).
@@ -842,18 +937,21 @@ impl CudaTable {
             b => b.min(self.backend.occupancy(f, LUT_BLOCK, LUT_BYTES)),
         };
         let full = per_sm as u64 * self.backend.multiprocessors() as u64;
-        let needed = (nchunks.div_ceil(unroll as u64))
-            .max(nscalar)
-            .div_ceil(LUT_BLOCK as u64);
-        let grid = needed.clamp(1, full.max(1)) as u32;
+        let ntiles = nchunks.div_ceil(unroll as u64 * LUT_BLOCK as u64);
+        let grid = ntiles
+            .max(nscalar.div_ceil(LUT_BLOCK as u64))
+            .clamp(1, full.max(1));
+        let mut pctr = self.tickets(ntiles, grid, stream)?;
+        let grid = grid as u32;
         let (mut px, mut py, mut pl, mut pn, mut pv, mut pc) = (x, y, lut, n as u64, vbeg, nchunks);
-        let mut args: [*mut std::ffi::c_void; 6] = [
+        let mut args: [*mut std::ffi::c_void; 7] = [
             &mut px as *mut _ as *mut _,
             &mut py as *mut _ as *mut _,
             &mut pl as *mut _ as *mut _,
             &mut pn as *mut _ as *mut _,
             &mut pv as *mut _ as *mut _,
             &mut pc as *mut _ as *mut _,
+            &mut pctr as *mut _ as *mut _,
         ];
         // SAFETY: the argument list matches pwpa_lut's signature; pointers were checked.
         unsafe {

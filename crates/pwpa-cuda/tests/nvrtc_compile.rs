@@ -65,6 +65,8 @@ fn every_specialisation_compiles_for_sm90() {
                                 unroll: if degree > 8 { 1 } else { 4 },
                                 block: 256,
                                 repl: [1, 2, 4, 8][k % 4],
+                                one_step: arbitrary && k % 2 == 0,
+                                crepl: [1, 16, 4][k % 3],
                             };
                             let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
                                 .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
