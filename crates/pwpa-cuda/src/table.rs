@@ -621,12 +621,14 @@ impl CudaTable {
         };
         let idx = self.idx_bytes(crepl);
         let smem = rec_smem + if smem_idx { idx } else { 0 };
-        let block = if smem > 112 * 1024 {
-            1024
-        } else if smem > 74 * 1024 {
-            512
-        } else {
-            256
+        // Threads per block: 1024. Measured on an H100 (2026-11-22, bench/gpu_lab/NOTES.md)
+        // against 256 and 512 and a shared-memory-based choice: never slower, up to 1.5x
+        // faster for tables with large records (fewer, larger tiles; all of a
+        // multiprocessor's threads in one block that stages the table once).
+        // PWPA_CUDA_BLOCK overrides (tuning).
+        let block = match std::env::var("PWPA_CUDA_BLOCK").ok().and_then(|v| v.parse().ok()) {
+            Some(b @ (256 | 512 | 1024)) => b,
+            _ => 1024,
         };
         let fused = deriv.map(|d| {
             (
