@@ -11,6 +11,10 @@ least-squares table), PyTorch eager, torch.compile, and a copy of the same bytes
     python bench/torch_bench.py --tables DIR              # use DIR/<name>.json tables
 
 Timings: median of --reps runs after warm-up (CUDA events on GPU, perf_counter on CPU).
+On the GPU each timed run is --calls back-to-back calls between two events, divided by
+--calls: the device time of the op in a stream of work, with each call's host-side
+dispatch (Python, the custom op, the launch) overlapping the previous call's kernel, as
+in a model's forward pass. --calls 1 times single calls, host latency included.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ def _parse():
     p.add_argument("--n", type=int, default=None, help="elements (default 2^28 cuda, 2^24 cpu)")
     p.add_argument("--threads", type=int, default=2, help="CPU threads (torch and pwpa)")
     p.add_argument("--reps", type=int, default=None, help="timed repetitions (default 20 cuda, 5 cpu)")
+    p.add_argument("--calls", type=int, default=5, help="back-to-back calls per timed GPU run (default 5)")
     p.add_argument("--functions", default=None, help="comma-separated subset")
     p.add_argument("--dtypes", default="f32,bf16,f16")
     p.add_argument("--tables", default=None, help="directory of <name>.json tables to use instead of fitting")
@@ -143,13 +148,15 @@ def timer(device):
             fn()
             torch.cuda.synchronize()
             times = []
+            calls = max(1, ARGS.calls)
             for _ in range(reps):
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 s.record()
-                fn()
+                for _ in range(calls):
+                    fn()
                 e.record()
                 e.synchronize()
-                times.append(s.elapsed_time(e) / 1e3)
+                times.append(s.elapsed_time(e) / 1e3 / calls)
             return statistics.median(times)
 
     else:
@@ -290,7 +297,9 @@ def write(rows, device, dev_name, n, reps):
         f"- date: {date:%Y-%m-%d %H:%M} UTC",
         f"- device: {dev_name}",
         f"- command: `{cmd}`",
-        f"- N = {n} (2^{int(math.log2(n))}), median of {reps} runs; torch {torch.__version__}, pwpa {pwpa.__version__}",
+        f"- N = {n} (2^{int(math.log2(n))}), median of {reps} runs"
+        + (f" of {max(1, ARGS.calls)} back-to-back calls each (time per call)" if device == "cuda" else "")
+        + f"; torch {torch.__version__}, pwpa {pwpa.__version__}",
         "- copy = `y.copy_(x)` of the same bytes; `x/copy` = copy time / x time (1.0 = at the bandwidth roof);"
         " speedup = PyTorch time / pwpa time",
     ]

@@ -5,6 +5,7 @@ use crate::{check, CudaBackend, DeviceBuffer};
 use cudarc::driver::sys;
 use pwpa::table::{arbitrary_index, Breakpoints, Tail};
 use pwpa::{bf16, f16, DType, Element, Table};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// The pwpa kernel source.
@@ -295,7 +296,31 @@ pub struct CudaTable {
     kernel: KernelChoice,
     /// Result tables uploaded so far, per (input, output) dtype pair.
     luts: Mutex<Vec<((DType, DType), DeviceBuffer)>>,
+    /// Kernels looked up so far, per specialisation (building and hashing a kernel's
+    /// source on every call cost tens of microseconds of host time per launch).
+    kernels: Mutex<HashMap<KernelKey, KernelFn>>,
 }
+
+/// What a cached kernel is specialised on: a polynomial-kernel spec, or the result-table
+/// kernel's coarsening.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum KernelKey {
+    Poly(KernelSpec),
+    Lut(u32),
+}
+
+/// A loaded kernel and the module that owns it.
+#[derive(Clone)]
+struct KernelFn {
+    _module: Arc<crate::Module>,
+    f: sys::CUfunction,
+}
+
+// SAFETY: CUfunction handles are usable from any thread of the process (the driver API
+// is thread-safe); the module that owns the function is kept alive alongside it.
+unsafe impl Send for KernelFn {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for KernelFn {}
 
 impl std::fmt::Debug for CudaTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -494,6 +519,7 @@ impl CudaTable {
             opts,
             kernel,
             luts: Mutex::new(Vec::new()),
+            kernels: Mutex::new(HashMap::new()),
         })
     }
 
@@ -626,10 +652,11 @@ impl CudaTable {
         // faster for tables with large records (fewer, larger tiles; all of a
         // multiprocessor's threads in one block that stages the table once).
         // PWPA_CUDA_BLOCK overrides (tuning).
-        let block = match std::env::var("PWPA_CUDA_BLOCK").ok().and_then(|v| v.parse().ok()) {
-            Some(b @ (256 | 512 | 1024)) => b,
-            _ => 1024,
-        };
+        let block = std::env::var("PWPA_CUDA_BLOCK")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|b| [256u32, 512, 1024].contains(b))
+            .unwrap_or(1024);
         let fused = deriv.map(|d| {
             (
                 d.table.degree() as u32,
@@ -849,10 +876,7 @@ impl CudaTable {
             return unsafe { self.launch_lut(x, y, n, x_dtype, y_dtype, stream) };
         }
         let (spec, smem) = self.spec(x_dtype, y_dtype, deriv);
-        let (m, _) =
-            self.backend
-                .module("pwpa_eval", &spec.source(), &self.backend.options(&[]))?;
-        let f = self.backend.function(&m, "pwpa_eval")?;
+        let f = self.loaded_kernel(KernelKey::Poly(spec.clone()))?;
 
         // Vector region: first element where x is 16-byte aligned; y (and dy) must be too.
         let xs = x_dtype.size() as u64;
@@ -897,6 +921,24 @@ impl CudaTable {
         }
     }
 
+    /// The kernel for `key`, compiled or loaded once per table.
+    fn loaded_kernel(&self, key: KernelKey) -> Result<sys::CUfunction> {
+        let mut map = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = map.get(&key) {
+            return Ok(k.f);
+        }
+        let (name, src) = match &key {
+            KernelKey::Poly(spec) => ("pwpa_eval", spec.source()),
+            KernelKey::Lut(unroll) => ("pwpa_lut", Self::lut_source(*unroll)),
+        };
+        let (m, _) = self
+            .backend
+            .module(name, &src, &self.backend.options(&[]))?;
+        let f = self.backend.function(&m, name)?;
+        map.insert(key, KernelFn { _module: m, f });
+        Ok(f)
+    }
+
     /// The stream's tile-ticket counter for a launch of `ntiles` tiles on `grid` blocks
     /// (the kernels count tickets in 32 bits).
     fn tickets(&self, ntiles: u64, grid: u64, stream: u64) -> Result<u64> {
@@ -921,12 +963,7 @@ impl CudaTable {
         let lut = self.lut_ptr(x_dtype, y_dtype)?;
         // 1024 threads leave 64 registers per thread: 8 chunks in flight would spill.
         let unroll = self.opts.unroll.clamp(1, 4);
-        let (m, _) = self.backend.module(
-            "pwpa_lut",
-            &Self::lut_source(unroll),
-            &self.backend.options(&[]),
-        )?;
-        let f = self.backend.function(&m, "pwpa_lut")?;
+        let f = self.loaded_kernel(KernelKey::Lut(unroll))?;
         let head = (((16 - (x % 16)) % 16) / 2).min(n as u64);
         let (vbeg, nchunks) = if (y + 2 * head) % 16 == 0 {
             (head, (n as u64 - head) / 8)
