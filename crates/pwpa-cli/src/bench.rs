@@ -470,6 +470,40 @@ fn cuda_sweep(a: &BenchArgs, b: &Arc<CudaBackend>, out: &Path) -> Result<String>
             }
         }
     }
+    // Mixed input/output dtypes (16-bit in, f32 out and back), beside a copy of the same
+    // number of bytes (n * (in + out size) / 2 each way).
+    for (xd, yd) in [
+        (DType::BF16, DType::F32),
+        (DType::F32, DType::BF16),
+        (DType::F16, DType::F32),
+        (DType::F32, DType::F16),
+    ] {
+        for arbitrary in [false, true] {
+            let t = random_table(256, 3, arbitrary, false, 11)?;
+            let bufs = upload_inputs(b, &t, xd, n, 2)?;
+            let y = DeviceBuffer::new(b, n * yd.size())?;
+            let half = n * (xd.size() + yd.size()) / 2;
+            let scratch = DeviceBuffer::new(b, half)?;
+            let src = DeviceBuffer::new(b, half)?;
+            let copy = time_ms(b, &bufs, 2, a.repeats, &mut |_, _| {
+                pwpa_cuda::copy_dtod(b, scratch.ptr(), src.ptr(), half, 0)
+            })?;
+            let ct = CudaTable::new(b, &t)?;
+            // SAFETY: x buffers hold n elements of xd, y holds n elements of yd.
+            let ms = time_ms(b, &bufs, 3, a.repeats, &mut |x, _| unsafe {
+                ct.eval_raw(x, y.ptr(), n, xd, yd, 0)
+            })?;
+            let mut r = row("pwpa", &t, xd, n, LaunchOptions::default().unroll, ms, copy);
+            r.dtype = format!("{}->{}", xd.name(), yd.name());
+            r.gb_s = (n * (xd.size() + yd.size())) as f64 / (ms * 1e-3) / 1e9;
+            eprintln!(
+                "{} {} P=256 D=3: {:.4} ms, {:.3} of copy",
+                r.dtype, r.breakpoints, ms, r.fraction_of_copy
+            );
+            rows.push(r);
+        }
+    }
+
     // The seed's base kernel at P = 256, D = 3 (f32, arbitrary breakpoints, zero anchors).
     let t = random_table(256, 3, true, true, 7)?;
     let bufs = upload_inputs(b, &t, DType::F32, n, 2)?;
