@@ -67,7 +67,38 @@ pub struct CudaBackend {
     smem_optin: usize,
     modules: Mutex<HashMap<String, Arc<Module>>>,
     /// Per-stream tile-ticket counters (4 bytes each, zero between launches).
-    tickets: Mutex<HashMap<u64, sys::CUdeviceptr>>,
+    tickets: Mutex<TicketPool>,
+}
+
+/// Tile-ticket counters: zeroed device words handed to streams on first use, from chunks
+/// of [`TICKET_CHUNK`] allocated ahead (the first with the backend), so that a stream's
+/// first launch needs no allocation or memset (which a CUDA graph capture forbids).
+#[derive(Default)]
+struct TicketPool {
+    by_stream: HashMap<u64, sys::CUdeviceptr>,
+    chunks: Vec<sys::CUdeviceptr>,
+    used: usize,
+}
+
+/// Counters per pool chunk.
+const TICKET_CHUNK: usize = 256;
+
+/// Allocates and zeroes one chunk of counters (context bound by the caller).
+fn ticket_chunk() -> Result<sys::CUdeviceptr> {
+    let mut p: sys::CUdeviceptr = 0;
+    // SAFETY: out-pointer valid; the caller bound the context.
+    check(
+        unsafe { sys::cuMemAlloc_v2(&mut p, TICKET_CHUNK * 4) },
+        "allocating tile counters".to_string(),
+    )?;
+    // SAFETY: p is a fresh allocation of TICKET_CHUNK words.
+    let r = unsafe { sys::cuMemsetD32_v2(p, 0, TICKET_CHUNK) };
+    if let Err(e) = check(r, "zeroing tile counters".to_string()) {
+        // SAFETY: allocated above, freed once.
+        unsafe { sys::cuMemFree_v2(p) };
+        return Err(e);
+    }
+    Ok(p)
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -133,7 +164,10 @@ impl CudaBackend {
             sms: sms.max(1) as u32,
             smem_optin: smem.max(48 * 1024) as usize,
             modules: Mutex::new(HashMap::new()),
-            tickets: Mutex::new(HashMap::new()),
+            tickets: Mutex::new(TicketPool {
+                chunks: vec![ticket_chunk()?],
+                ..Default::default()
+            }),
         }))
     }
 
@@ -180,36 +214,51 @@ impl CudaBackend {
         &self.ctx
     }
 
-    /// Makes the context current on this thread.
     /// The tile-ticket counter of `stream`: a 4-byte device word, zero whenever no
     /// kernel that uses it is running. The streaming kernels hand out tiles in order
     /// from it (so the tiles in flight form one compact wavefront through memory, which
     /// a persistent grid-stride loop does not), and the block that takes the last
     /// ticket of a launch sets it back to zero. Launches on one stream run in order, so
-    /// one counter per stream is never shared by two running kernels.
+    /// one counter per stream is never shared by two running kernels. A launch captured
+    /// into a CUDA graph gets a counter of its own.
     pub(crate) fn ticket_counter(&self, stream: u64) -> Result<u64> {
-        let mut map = self.tickets.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&p) = map.get(&stream) {
-            return Ok(p);
+        let mut capturing = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: out-pointer valid; an invalid stream is reported, not dereferenced.
+        let r = unsafe { sys::cuStreamIsCapturing(stream as sys::CUstream, &mut capturing) };
+        check(r, "querying the stream's capture status".to_string())?;
+        let capturing = capturing != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        let mut pool = self.tickets.lock().unwrap_or_else(|e| e.into_inner());
+        if !capturing {
+            if let Some(&p) = pool.by_stream.get(&stream) {
+                return Ok(p);
+            }
         }
-        self.bind()?;
-        let mut p: sys::CUdeviceptr = 0;
-        // SAFETY: out-pointer valid; context bound.
-        check(
-            unsafe { sys::cuMemAlloc_v2(&mut p, 4) },
-            "allocating a tile counter".to_string(),
-        )?;
-        // SAFETY: p is a fresh 4-byte allocation.
-        let r = unsafe { sys::cuMemsetD32_v2(p, 0, 1) };
-        if let Err(e) = check(r, "zeroing a tile counter".to_string()) {
-            // SAFETY: allocated above, freed once.
-            unsafe { sys::cuMemFree_v2(p) };
-            return Err(e);
+        if pool.used == pool.chunks.len() * TICKET_CHUNK {
+            // Only reachable while capturing after 128+ captured launches in a row.
+            self.bind()?;
+            let c = ticket_chunk()?;
+            pool.chunks.push(c);
         }
-        map.insert(stream, p);
+        let k = pool.used;
+        let p = pool.chunks[k / TICKET_CHUNK] + 4 * (k % TICKET_CHUNK) as u64;
+        pool.used += 1;
+        if capturing {
+            // A launch recorded into a CUDA graph keeps a counter of its own: graphs
+            // captured on one stream may be replayed on different streams at once
+            // (replays of one graph are ordered by CUDA). The slot is never reused.
+        } else {
+            pool.by_stream.insert(stream, p);
+            // Keep half a chunk of zeroed counters in reserve for captures.
+            if pool.chunks.len() * TICKET_CHUNK - pool.used < TICKET_CHUNK / 2 {
+                self.bind()?;
+                let c = ticket_chunk()?;
+                pool.chunks.push(c);
+            }
+        }
         Ok(p)
     }
 
+    /// Makes the context current on this thread.
     pub fn bind(&self) -> Result<()> {
         self.ctx.bind_to_thread().map_err(|e| Error::Driver {
             what: "binding the context to this thread".into(),
@@ -509,10 +558,10 @@ impl DeviceBuffer {
 
 impl Drop for CudaBackend {
     fn drop(&mut self) {
-        let map = std::mem::take(self.tickets.get_mut().unwrap_or_else(|e| e.into_inner()));
-        if !map.is_empty() && self.bind().is_ok() {
-            for p in map.into_values() {
-                // SAFETY: allocated by ticket_counter and freed once.
+        let pool = std::mem::take(self.tickets.get_mut().unwrap_or_else(|e| e.into_inner()));
+        if !pool.chunks.is_empty() && self.bind().is_ok() {
+            for p in pool.chunks {
+                // SAFETY: allocated by ticket_chunk and freed once.
                 unsafe { sys::cuMemFree_v2(p) };
             }
         }
