@@ -355,12 +355,15 @@ pub(crate) fn split_wrong(
     let p = pcs.breakpoints.partitions();
     let n = pcs.degree + 1;
     let mut bad = vec![false; p];
+    // Span of the wrong inputs per piece.
+    let mut wspan = vec![(f32::INFINITY, f32::NEG_INFINITY); p];
     for &(x, r) in refs {
         if x >= points[0] && x <= points[p] {
             let i = pcs.breakpoints.index(x);
             let v = horner(&pcs.coeffs[i * n..(i + 1) * n], x - pcs.anchors[i]);
             if verify::ulp_distance(verify::round_f32(dt, v), r) != 0 {
                 bad[i] = true;
+                wspan[i] = (wspan[i].0.min(x), wspan[i].1.max(x));
             }
         }
     }
@@ -372,7 +375,26 @@ pub(crate) fn split_wrong(
     for i in 0..p {
         np.push(points[i]);
         if bad[i] {
-            let m = (0.5 * (points[i] as f64 + points[i + 1] as f64)) as f32;
+            // A piece touching a zero of f at 0 with wrong inputs next to 0: for f ≈ c·x
+            // with c a power of two (gelu, silu: 0.5), c·x is an exact tie of the type's
+            // subnormal outputs and c₁ (off by the piece's relative error) rounds them the
+            // wrong way. Split off [0, ±s], s = 2 × the type's smallest normal, where a c₁
+            // nudged by an ulp rounds every such input the way f does.
+            let (a, b) = (points[i] as f64, points[i + 1] as f64);
+            let (wl, wh) = (wspan[i].0 as f64, wspan[i].1 as f64);
+            let s = 2.0 * min_normal(dt);
+            let m = if ctx.zero_at_origin && a == 0.0 && wl < s && 4.0 * s < b {
+                s as f32
+            } else if ctx.zero_at_origin && b == 0.0 && wh > -s && -4.0 * s > a {
+                -s as f32
+            } else {
+                (0.5 * (a + b)) as f32
+            };
+            let m = if m > points[i] && m < points[i + 1] {
+                m
+            } else {
+                (0.5 * (a + b)) as f32
+            };
             if m > points[i] && m < points[i + 1] {
                 np.push(m);
             }
@@ -381,4 +403,12 @@ pub(crate) fn split_wrong(
     np.push(points[p]);
     let bps = Breakpoints::arbitrary(np).ok()?;
     Some(fit_pieces(ctx, bps, pcs.degree))
+}
+
+/// The smallest positive normal number of a 16-bit type.
+fn min_normal(dt: DType) -> f64 {
+    match dt {
+        DType::F16 => 2f64.powi(-14),
+        _ => 2f64.powi(-126),
+    }
 }
