@@ -782,6 +782,28 @@ fn search_exact(
                 lo_fail = mid;
             }
         }
+        // Splitting may have grown the table well past the P it started from; a larger
+        // start that needs fewer splits can end smaller. Bisect on the final size
+        // (6 tries at most).
+        let (mut lo, mut hi) = (hi_ok, pcs_ok.breakpoints.partitions());
+        for _ in 0..6 {
+            if hi <= lo + 1 {
+                break;
+            }
+            let mid = lo + (hi - lo) / 2;
+            progress(Progress {
+                fraction: 0.9,
+                message: format!("exact {dt}: {mid} pieces of degree {d} (fewer splits)"),
+            });
+            let (ok, pcs) = try_p(mid)?;
+            let n = pcs.breakpoints.partitions();
+            if ok && n < pcs_ok.breakpoints.partitions() {
+                hi = n;
+                pcs_ok = pcs;
+            } else {
+                lo = mid;
+            }
+        }
         return Ok(pcs_ok);
     }
     let (wrong, p, s) = best.expect("at least one try");

@@ -256,7 +256,9 @@ fn takeover_fractions() -> Vec<f64> {
 /// ([`fit_exp2_tail`]), its two lowest coefficients nudged by up to ±3 f32 ulps, and
 /// it is accepted if it is correctly rounded in `dt` on **every** input of `refs_all`
 /// between `end` and c, and wrong on no more inputs beyond `end` than `current`
-/// (the tail fitted at `end`). None if no candidate qualifies.
+/// (the tail fitted at `end`); failing that, q refitted to the inputs themselves
+/// ([`exact_fit_q`], each degree from the fitted one up to [`MAX_TAIL_DEGREE`]) under
+/// the same test. None if no candidate qualifies.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn takeover(
     g: Func<'_>,
@@ -369,6 +371,32 @@ pub(crate) fn takeover(
                 },
                 log2_error: ft.log2_error,
             });
+        }
+        // Then q refitted to the type's inputs ([`exact_fit_q`]), degree by degree.
+        let ok = |q: &[f32]| {
+            covered
+                .par_iter()
+                .all(|&(x, r)| rounds_to(dt, *negative, c, q, x, r))
+                && outside
+                    .par_iter()
+                    .filter(|&&(x, r)| !rounds_to(dt, *negative, c, q, x, r))
+                    .count()
+                    <= base_wrong
+        };
+        for deg in (n - 1).max(1)..=MAX_TAIL_DEGREE {
+            if let Some(q) = exact_fit_q(g, dt, refs_all, c, right, deg) {
+                if ok(&q) {
+                    return Some(Takeover {
+                        end: c,
+                        tail: Tail::Exp2 {
+                            negative: *negative,
+                            anchor: c,
+                            coeffs: q,
+                        },
+                        log2_error: ft.log2_error,
+                    });
+                }
+            }
         }
     }
     None
