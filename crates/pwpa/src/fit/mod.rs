@@ -721,6 +721,9 @@ fn search_exact(
     let mut best: Option<(u64, usize, Sweep)> = None;
     let mut try_p = |p: usize| -> Result<(bool, Pieces)> {
         let mut pcs = build(ctx, p, d, &quiet)?;
+        if let Some(z) = place::split_at_zero(ctx, &pcs, dt, maxp) {
+            pcs = z;
+        }
         place::nudge_exact(&mut pcs, dt, refs);
         let mut t = pcs.table(left.clone(), right.clone())?;
         let mut s = verify::sweep_refs(&t, dt, refs);

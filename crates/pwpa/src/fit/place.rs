@@ -30,7 +30,11 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
                     b += m;
                 }
             }
-            let zero = ctx.zero_at_origin && a <= 0.0 && b >= 0.0;
+            // Pieces holding 0, or starting within 2^-12 of it (the f16 split at ±2^-13),
+            // are anchored at 0: p = x·q keeps relative accuracy for tiny x.
+            const NEAR: f64 = 1.0 / 4096.0;
+            let zero = ctx.zero_at_origin
+                && ((a <= 0.0 && b >= 0.0) || (a > 0.0 && a <= NEAR) || (-NEAR..0.0).contains(&b));
             let spec = PieceSpec {
                 a,
                 b,
@@ -416,4 +420,41 @@ fn min_normal(dt: DType) -> f64 {
         DType::F16 => 2f64.powi(-14),
         _ => 2f64.powi(-126),
     }
+}
+
+/// For f16 exact fits of a function with a zero at 0: splits the pieces touching 0 at
+/// ±2^-13 (twice the smallest f16 normal) up front, so the subnormal-output inputs next to
+/// 0 get pieces of their own (see [`split_wrong`]). None if nothing changes or the limit
+/// would be passed.
+pub(crate) fn split_at_zero(
+    ctx: &Ctx,
+    pcs: &Pieces,
+    dt: DType,
+    max_partitions: usize,
+) -> Option<Pieces> {
+    let Breakpoints::Arbitrary(points) = &pcs.breakpoints else {
+        return None;
+    };
+    if !(ctx.zero_at_origin && dt == DType::F16) {
+        return None;
+    }
+    let s = (2.0 * min_normal(dt)) as f32;
+    let mut np: Vec<f32> = points.clone();
+    for z in [-s, s] {
+        let k = np.partition_point(|&b| b < z);
+        // z must fall strictly inside a piece that touches 0, at most a quarter of it.
+        if k == 0 || k >= np.len() || np[k] == z {
+            continue;
+        }
+        let (a, b) = (np[k - 1], np[k]);
+        let touches = (z > 0.0 && a == 0.0 && 4.0 * s < b) || (z < 0.0 && b == 0.0 && -4.0 * s > a);
+        if touches {
+            np.insert(k, z);
+        }
+    }
+    if np.len() == points.len() || np.len() - 1 > max_partitions {
+        return None;
+    }
+    let bps = Breakpoints::arbitrary(np).ok()?;
+    Some(fit_pieces(ctx, bps, pcs.degree))
 }
