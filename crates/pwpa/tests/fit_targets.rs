@@ -543,3 +543,81 @@ fn exp_with_growing_and_decaying_exp2_tails_is_small_and_within_one_bf16_ulp_eve
     assert_eq!(o.table.eval_f32(f32::INFINITY), f32::INFINITY);
     assert_eq!(o.table.eval_f32(f32::NEG_INFINITY), 0.0);
 }
+
+#[test]
+fn exact_bf16_exp_on_its_default_range_meets_the_64_piece_target() {
+    // The target for exp: `--exact bf16` on the catalogue's default range
+    // [-104, 88.72283] with at most 64 pieces of degree ≤ 4, verified over every bf16
+    // input of the range. The exp2 tails (2^(x·log2 e) is exp itself) take over the
+    // parts of the range where they are correctly rounded; the pieces cover the rest.
+    let target = pwpa::Target::parse("exp").unwrap();
+    let (lo, hi) = target.default_range();
+    for degree in [3, 4] {
+        let o = fit_report(
+            &target,
+            &FitOptions {
+                degree,
+                exp_tails: true,
+                goal: Goal::Exact(DType::BF16),
+                ..opts()
+            },
+            &|_| {},
+        )
+        .unwrap();
+        assert!(o.partitions <= 64 && o.degree == degree, "{o}");
+        assert_eq!(o.range, (lo as f32, hi as f32));
+        assert!(o.core.0 >= o.range.0 && o.core.1 <= o.range.1);
+        assert_eq!(
+            o.table.meta["range"],
+            serde_json::json!([lo as f32, hi as f32])
+        );
+        // The fit's own claim covers the whole requested range …
+        assert_eq!(o.in_range.correct, o.in_range.inputs);
+        assert!(o.in_range.inputs > 30_000, "{}", o.in_range.inputs);
+        // … and an independent exhaustive check agrees, in range and everywhere.
+        let (n, wrong, _) = bf16_check(&o.table, f64::exp, Some((lo as f32, hi as f32)));
+        // The engine sweeps -0 as +0 (one input fewer).
+        assert_eq!(n, o.in_range.inputs + 1);
+        assert_eq!(wrong, 0, "{n} inputs in range");
+        let (_, wrong_all, max_all) = bf16_check(&o.table, f64::exp, None);
+        assert_eq!((wrong_all, max_all), (0, 0));
+        assert_eq!(o.table.eval_f32(89.0), f32::INFINITY);
+        assert_eq!(o.table.eval_f32(-105.0), 0.0);
+        assert_eq!(o.table.eval_f32(f32::NEG_INFINITY), 0.0);
+        assert!(o.to_string().contains("exp2 tails cover the rest"), "{o}");
+    }
+}
+
+#[test]
+fn exact_exp2_left_tails_of_silu_and_mish_are_correctly_rounded_for_every_bf16_input() {
+    // The exp2 tail's q is refitted to the bf16 inputs themselves (each result inside
+    // its rounding interval): log2|x·σ(x)| over [-95, -20] is not fitted closely enough
+    // by a plain minimax q of degree ≤ 7 for that (it was 1 ULP off at x = -21.875).
+    // The range only needs to end where the tail starts: the tail is fitted from -20.
+    for name in ["silu", "mish"] {
+        let c = case(name);
+        let f = c.1;
+        let o = fit_function(
+            &func(&c, &f),
+            &FitOptions {
+                range: Some((-20.0, -18.0)),
+                degree: 4,
+                partitions: 1,
+                exp_tails: true,
+                goal: Goal::Exact(DType::BF16),
+                ..opts()
+            },
+            &|_| {},
+        )
+        .unwrap();
+        assert!(matches!(
+            o.table.left_tail(),
+            Tail::Exp2 { negative: true, .. }
+        ));
+        // Every bf16 input from -Inf (finite) to the range end, tail included.
+        let (n, wrong, max) = bf16_check(&o.table, f, Some((f32::MIN, -18.0)));
+        assert!(n > 15_000, "{n}");
+        assert_eq!((wrong, max), (0, 0), "{name}: {n} inputs");
+        assert_eq!(o.table.eval_f32(-200.0), 0.0);
+    }
+}

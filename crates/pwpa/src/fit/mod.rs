@@ -180,6 +180,12 @@ pub struct FitOutcome {
     pub all_finite: Sweep,
     /// The type of the two sweeps.
     pub checked_dtype: DType,
+    /// The requested range (`in_range` covers every input of the type in it).
+    pub range: (f32, f32),
+    /// The part of `range` covered by pieces. Narrower than `range` only for exact
+    /// goals where an exp2 tail took over the rest because it is correctly rounded
+    /// there on every input (checked exhaustively).
+    pub core: (f32, f32),
 }
 
 /// Fits a table for a [`Target`].
@@ -341,19 +347,6 @@ pub fn fit_function(
     } else {
         opts.measure
     };
-    let zero_at_origin =
-        measure == ErrorMeasure::Relative && lo32 <= 0.0 && hi32 >= 0.0 && f(0.0) == 0.0;
-    let ctx = Ctx {
-        f,
-        lo: lo32,
-        hi: hi32,
-        method: opts.method,
-        placement: opts.placement,
-        measure,
-        continuous: opts.continuous,
-        zero_at_origin,
-        adapt_iters: if exact.is_some() { 12 } else { 40 },
-    };
 
     // Tails (decided first: the exact search checks in-range inputs only, but the
     // final sweep includes them).
@@ -371,22 +364,92 @@ pub fn fit_function(
         }
         (default, None)
     };
-    let (left, le) = pick_tail(&opts.left_tail, dl, false);
-    let (right, re) = pick_tail(&opts.right_tail, dr, true);
+    let (mut left, mut le) = pick_tail(&opts.left_tail, dl, false);
+    let (mut right, mut re) = pick_tail(&opts.right_tail, dr, true);
+    left.validate("left")?;
+    right.validate("right")?;
+
+    let checked = exact.unwrap_or(DType::BF16);
+    let refs_in = verify::references(checked, Some((lo32, hi32)), f);
+    let refs_all = verify::references(checked, None, f);
+
+    // Exact goals: a fitted exp2 tail may take over the outer part of the range where
+    // it is itself correctly rounded on every input (for exp, 2^(x·log2 e) *is* the
+    // function); the pieces then cover only the core [core_lo, core_hi]. Every input
+    // of the requested range is still checked below, tails included.
+    let (mut core_lo, mut core_hi) = (lo32, hi32);
+    if let Some(dt) = exact {
+        let inner = if lo32 < 0.0 && hi32 > 0.0 {
+            0.0
+        } else {
+            verify::decode(dt, verify::round_f32(dt, 0.5 * lo32 + 0.5 * hi32))
+        };
+        if le.is_some() {
+            progress(Progress {
+                fraction: 0.0,
+                message: "exp2 left tail: how much of the range it rounds correctly".into(),
+            });
+            if let Some(t) = tails::takeover(f, dt, &refs_all, lo32, inner, false, &left) {
+                core_lo = t.end;
+                left = t.tail;
+                le = Some(t.log2_error);
+            }
+        }
+        if re.is_some() {
+            progress(Progress {
+                fraction: 0.02,
+                message: "exp2 right tail: how much of the range it rounds correctly".into(),
+            });
+            if let Some(t) = tails::takeover(f, dt, &refs_all, hi32, inner, true, &right) {
+                core_hi = t.end;
+                right = t.tail;
+                re = Some(t.log2_error);
+            }
+        }
+    }
+    if let Some(dt) = exact {
+        // An exp2 tail still wrong on some input it covers: refit q to the inputs of
+        // the type themselves (each must land in its rounding interval).
+        if le.is_some() {
+            if let Some(t) = tails::refine_exact(f, dt, &refs_all, &left, lo32, false) {
+                left = t;
+                tail_notes.insert("left_tail_fit".into(), format!("{dt} inputs").into());
+            }
+        }
+        if re.is_some() {
+            if let Some(t) = tails::refine_exact(f, dt, &refs_all, &right, hi32, true) {
+                right = t;
+                tail_notes.insert("right_tail_fit".into(), format!("{dt} inputs").into());
+            }
+        }
+    }
     if let Some(e) = le {
         tail_notes.insert("left_tail_log2_error".into(), e.into());
     }
     if let Some(e) = re {
         tail_notes.insert("right_tail_log2_error".into(), e.into());
     }
-    left.validate("left")?;
-    right.validate("right")?;
-
-    let checked = exact.unwrap_or(DType::BF16);
-    let refs_in = verify::references(checked, Some((lo32, hi32)), f);
+    let zero_at_origin =
+        measure == ErrorMeasure::Relative && core_lo <= 0.0 && core_hi >= 0.0 && f(0.0) == 0.0;
+    let ctx = Ctx {
+        f,
+        lo: core_lo,
+        hi: core_hi,
+        method: opts.method,
+        placement: opts.placement,
+        measure,
+        continuous: opts.continuous,
+        zero_at_origin,
+        adapt_iters: if exact.is_some() { 12 } else { 40 },
+    };
+    let refs_core: Vec<(f32, u16)> = refs_in
+        .iter()
+        .copied()
+        .filter(|&(x, _)| x >= core_lo && x <= core_hi)
+        .collect();
 
     let pieces = match (&opts.goal, exact) {
-        (_, Some(dt)) => search_exact(&ctx, opts, dt, &refs_in, &left, &right, progress)?,
+        (_, Some(dt)) => search_exact(&ctx, opts, dt, &refs_core, &left, &right, progress)?,
         (Goal::MaxError { error, vary_degree }, _) => {
             search_error(&ctx, opts, *error, *vary_degree, progress)?
         }
@@ -400,7 +463,7 @@ pub fn fit_function(
     let (verr, vabs) = measured_error(&ctx, &table);
     let max_jump = max_jump(&table);
     let in_range = verify::sweep_refs(&table, checked, &refs_in);
-    let all_finite = verify::sweep16(&table, f, checked, None);
+    let all_finite = verify::sweep_refs(&table, checked, &refs_all);
 
     let m = &mut table.meta;
     m.insert("function".into(), func.name.clone().into());
@@ -422,6 +485,9 @@ pub fn fit_function(
     );
     m.insert("measure".into(), measure.name().into());
     m.insert("range".into(), serde_json::json!([lo32, hi32]));
+    if (core_lo, core_hi) != (lo32, hi32) {
+        m.insert("core".into(), serde_json::json!([core_lo, core_hi]));
+    }
     m.insert("partitions".into(), pieces.breakpoints.partitions().into());
     m.insert("degree".into(), pieces.degree.into());
     m.insert("continuous".into(), opts.continuous.into());
@@ -473,6 +539,8 @@ pub fn fit_function(
         in_range,
         all_finite,
         checked_dtype: checked,
+        range: (lo32, hi32),
+        core: (core_lo, core_hi),
         table,
     })
 }
@@ -653,6 +721,9 @@ fn search_exact(
     let mut best: Option<(u64, usize, Sweep)> = None;
     let mut try_p = |p: usize| -> Result<(bool, Pieces)> {
         let mut pcs = build(ctx, p, d, &quiet)?;
+        if let Some(z) = place::split_at_zero(ctx, &pcs, dt, maxp) {
+            pcs = z;
+        }
         place::nudge_exact(&mut pcs, dt, refs);
         let mut t = pcs.table(left.clone(), right.clone())?;
         let mut s = verify::sweep_refs(&t, dt, refs);
@@ -712,6 +783,28 @@ fn search_exact(
                 pcs_ok = pcs;
             } else {
                 lo_fail = mid;
+            }
+        }
+        // Splitting may have grown the table well past the P it started from; a larger
+        // start that needs fewer splits can end smaller. Bisect on the final size
+        // (6 tries at most).
+        let (mut lo, mut hi) = (hi_ok, pcs_ok.breakpoints.partitions());
+        for _ in 0..6 {
+            if hi <= lo + 1 {
+                break;
+            }
+            let mid = lo + (hi - lo) / 2;
+            progress(Progress {
+                fraction: 0.9,
+                message: format!("exact {dt}: {mid} pieces of degree {d} (fewer splits)"),
+            });
+            let (ok, pcs) = try_p(mid)?;
+            let n = pcs.breakpoints.partitions();
+            if ok && n < pcs_ok.breakpoints.partitions() {
+                hi = n;
+                pcs_ok = pcs;
+            } else {
+                lo = mid;
             }
         }
         return Ok(pcs_ok);
@@ -802,6 +895,13 @@ impl std::fmt::Display for FitOutcome {
         )?;
         if self.max_jump > 0.0 {
             writeln!(f, "  largest jump at a breakpoint: {:.3e}", self.max_jump)?;
+        }
+        if self.core != self.range {
+            writeln!(
+                f,
+                "  pieces on [{}, {}]; exp2 tails cover the rest of the range [{}, {}] (correctly rounded there, checked)",
+                self.core.0, self.core.1, self.range.0, self.range.1
+            )?;
         }
         let dt = self.checked_dtype;
         writeln!(

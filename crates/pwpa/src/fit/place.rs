@@ -30,7 +30,11 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
                     b += m;
                 }
             }
-            let zero = ctx.zero_at_origin && a <= 0.0 && b >= 0.0;
+            // Pieces holding 0, or starting within 2^-12 of it (the f16 split at ±2^-13),
+            // are anchored at 0: p = x·q keeps relative accuracy for tiny x.
+            const NEAR: f64 = 1.0 / 4096.0;
+            let zero = ctx.zero_at_origin
+                && ((a <= 0.0 && b >= 0.0) || (a > 0.0 && a <= NEAR) || (-NEAR..0.0).contains(&b));
             let spec = PieceSpec {
                 a,
                 b,
@@ -355,12 +359,15 @@ pub(crate) fn split_wrong(
     let p = pcs.breakpoints.partitions();
     let n = pcs.degree + 1;
     let mut bad = vec![false; p];
+    // Span of the wrong inputs per piece.
+    let mut wspan = vec![(f32::INFINITY, f32::NEG_INFINITY); p];
     for &(x, r) in refs {
         if x >= points[0] && x <= points[p] {
             let i = pcs.breakpoints.index(x);
             let v = horner(&pcs.coeffs[i * n..(i + 1) * n], x - pcs.anchors[i]);
             if verify::ulp_distance(verify::round_f32(dt, v), r) != 0 {
                 bad[i] = true;
+                wspan[i] = (wspan[i].0.min(x), wspan[i].1.max(x));
             }
         }
     }
@@ -372,13 +379,82 @@ pub(crate) fn split_wrong(
     for i in 0..p {
         np.push(points[i]);
         if bad[i] {
-            let m = (0.5 * (points[i] as f64 + points[i + 1] as f64)) as f32;
-            if m > points[i] && m < points[i + 1] {
-                np.push(m);
+            // A piece touching a zero of f at 0 with wrong inputs next to 0: for f ≈ c·x
+            // with c a power of two (gelu, silu: 0.5), c·x is an exact tie of the type's
+            // subnormal outputs and c₁ (off by the piece's relative error) rounds them the
+            // wrong way. Split off [0, ±s], s = 2 × the type's smallest normal, where a c₁
+            // nudged by an ulp rounds every such input the way f does.
+            let (a, b) = (points[i] as f64, points[i + 1] as f64);
+            let (wl, wh) = (wspan[i].0 as f64, wspan[i].1 as f64);
+            let s = 2.0 * min_normal(dt);
+            let mid = (0.5 * (a + b)) as f32;
+            // f16 only: with bf16 this was measured to cost pieces (the midpoint split
+            // already fixes those inputs there).
+            let zero_split = ctx.zero_at_origin && dt == DType::F16;
+            let m = if zero_split && a == 0.0 && wl < s && 4.0 * s < b {
+                s as f32
+            } else if zero_split && b == 0.0 && wh > -s && -4.0 * s > a {
+                -s as f32
+            } else {
+                mid
+            };
+            let cuts = [m];
+            for m in cuts {
+                if m > *np.last().expect("non-empty") && m < points[i + 1] {
+                    np.push(m);
+                }
             }
         }
     }
     np.push(points[p]);
+    if np.len() - 1 > max_partitions {
+        return None;
+    }
+    let bps = Breakpoints::arbitrary(np).ok()?;
+    Some(fit_pieces(ctx, bps, pcs.degree))
+}
+
+/// The smallest positive normal number of a 16-bit type.
+fn min_normal(dt: DType) -> f64 {
+    match dt {
+        DType::F16 => 2f64.powi(-14),
+        _ => 2f64.powi(-126),
+    }
+}
+
+/// For f16 exact fits of a function with a zero at 0: splits the pieces touching 0 at
+/// ±2^-13 (twice the smallest f16 normal) up front, so the subnormal-output inputs next to
+/// 0 get pieces of their own (see [`split_wrong`]). None if nothing changes or the limit
+/// would be passed.
+pub(crate) fn split_at_zero(
+    ctx: &Ctx,
+    pcs: &Pieces,
+    dt: DType,
+    max_partitions: usize,
+) -> Option<Pieces> {
+    let Breakpoints::Arbitrary(points) = &pcs.breakpoints else {
+        return None;
+    };
+    if !(ctx.zero_at_origin && dt == DType::F16) {
+        return None;
+    }
+    let s = (2.0 * min_normal(dt)) as f32;
+    let mut np: Vec<f32> = points.clone();
+    for z in [-s, s] {
+        let k = np.partition_point(|&b| b < z);
+        // z must fall strictly inside a piece that touches 0, at most a quarter of it.
+        if k == 0 || k >= np.len() || np[k] == z {
+            continue;
+        }
+        let (a, b) = (np[k - 1], np[k]);
+        let touches = (z > 0.0 && a == 0.0 && 4.0 * s < b) || (z < 0.0 && b == 0.0 && -4.0 * s > a);
+        if touches {
+            np.insert(k, z);
+        }
+    }
+    if np.len() == points.len() || np.len() - 1 > max_partitions {
+        return None;
+    }
     let bps = Breakpoints::arbitrary(np).ok()?;
     Some(fit_pieces(ctx, bps, pcs.degree))
 }
