@@ -295,28 +295,38 @@ unsafe fn lookup<const W: usize>(col: *const f32, idx: __m512i, bm: &[__mmask16;
 /// broadcast, then one permute per step up to 32 entries).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-unsafe fn search<const W: usize>(levels: *const f32, xs: __m512) -> __m512i {
+unsafe fn search<const W: usize, const K: usize>(
+    levels: *const f32,
+    xs: &[__m512; K],
+) -> [__m512i; K] {
     // SAFETY (whole fn): `levels` holds the level tables of a W-entry list; every
     // probe index is below its level's length.
     unsafe {
         // Level 0 (step W/2): one probe for every lane.
         let half = W / 2;
-        let m = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(_mm512_set1_ps(*levels), xs);
-        let mut idx = _mm512_maskz_mov_epi32(m, _mm512_set1_epi32(half as i32));
+        let b0 = _mm512_set1_ps(*levels);
+        let mut idx = [_mm512_setzero_si512(); K];
+        for v in 0..K {
+            let m = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(b0, xs[v]);
+            idx[v] = _mm512_maskz_mov_epi32(m, _mm512_set1_epi32(half as i32));
+        }
         let mut off = 16;
         let mut step = half / 2;
         while step >= 1 {
             let n = W / (2 * step);
-            let q = _mm512_srlv_epi32(idx, _mm512_set1_epi32((2 * step).trailing_zeros() as i32));
+            let shift = _mm512_set1_epi32((2 * step).trailing_zeros() as i32);
             let t = levels.add(off);
-            let b = match n {
-                0..=16 => lookup::<16>(t, q, &[0; 3]),
-                32 => lookup::<32>(t, q, &[0; 3]),
-                64 => lookup::<64>(t, q, &block_masks::<64>(q)),
-                _ => lookup::<128>(t, q, &block_masks::<128>(q)),
-            };
-            let m = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(b, xs);
-            idx = _mm512_mask_add_epi32(idx, m, idx, _mm512_set1_epi32(step as i32));
+            for v in 0..K {
+                let q = _mm512_srlv_epi32(idx[v], shift);
+                let b = match n {
+                    0..=16 => lookup::<16>(t, q, &[0; 3]),
+                    32 => lookup::<32>(t, q, &[0; 3]),
+                    64 => lookup::<64>(t, q, &block_masks::<64>(q)),
+                    _ => lookup::<128>(t, q, &block_masks::<128>(q)),
+                };
+                let m = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(b, xs[v]);
+                idx[v] = _mm512_mask_add_epi32(idx[v], m, idx[v], _mm512_set1_epi32(step as i32));
+            }
             off += n.max(16);
             step /= 2;
         }
@@ -412,68 +422,94 @@ fn tail_blend(t: &TailK, r: __m512, m: __mmask16, x: __m512) -> __m512 {
     }
 }
 
-/// One vector of 16 elements at `j` (the lanes of `m`).
+/// K (1 or 2) vectors of 16 elements at `j`, `j + 16` (the lanes of `m[v]`), their
+/// operations interleaved phase by phase: the breakpoint search and Horner are
+/// dependency chains, and two independent ones keep the core busier.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-unsafe fn step<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize>(
+unsafe fn step<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize, const K: usize>(
     c: &Ctx<'_>,
     src: *const u8,
     dst: *mut u8,
     j: usize,
-    m: __mmask16,
+    m: [__mmask16; K],
 ) {
-    // SAFETY: the lanes of m at j are readable.
-    let x = unsafe { load::<TI>(src, j, m) };
-    let lo_m = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, c.lo);
-    let hi_m = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, c.hi);
-    let nan_m = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-    let inr = !(lo_m | hi_m | nan_m);
-    // Lanes outside [b_0, b_P] (and NaN) index on b_0.
-    let xs = _mm512_mask_mov_ps(c.lo, inr, x);
+    let zero = _mm512_setzero_ps();
+    let (mut x, mut xs, mut xp) = ([zero; K], [zero; K], [zero; K]);
+    let (mut lo_m, mut hi_m, mut nan_m) = ([0; K], [0; K], [0; K]);
+    for v in 0..K {
+        // SAFETY: the lanes of m[v] at j + 16 v are readable.
+        x[v] = unsafe { load::<TI>(src, j + 16 * v, m[v]) };
+        lo_m[v] = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x[v], c.lo);
+        hi_m[v] = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x[v], c.hi);
+        nan_m[v] = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x[v], x[v]);
+        let inr = !(lo_m[v] | hi_m[v] | nan_m[v]);
+        // Lanes outside [b_0, b_P] (and NaN) index on b_0.
+        xs[v] = _mm512_mask_mov_ps(c.lo, inr, x[v]);
+        // Clamped tails evaluate the edge piece at the edge point (the branches
+        // test loop invariants).
+        xp[v] = x[v];
+        if c.left_clamp {
+            xp[v] = _mm512_mask_mov_ps(xp[v], lo_m[v], c.lo);
+        }
+        if c.right_clamp {
+            xp[v] = _mm512_mask_mov_ps(xp[v], hi_m[v], c.hi);
+        }
+    }
     let mut idx = if UNIFORM {
-        let u = _mm512_mul_ps(_mm512_sub_ps(xs, c.lo), c.inv);
-        _mm512_cvttps_epi32(_mm512_min_ps(u, c.pmax))
+        let mut idx = [_mm512_setzero_si512(); K];
+        for v in 0..K {
+            let u = _mm512_mul_ps(_mm512_sub_ps(xs[v], c.lo), c.inv);
+            idx[v] = _mm512_cvttps_epi32(_mm512_min_ps(u, c.pmax));
+        }
+        idx
     } else {
-        // SAFETY: the search list has W entries.
-        unsafe { search::<W>(c.search, xs) }
+        // SAFETY: the search tables are those of a W-entry list.
+        unsafe { search::<W, K>(c.search, &xs) }
     };
-    // Branch-free tail handling (the branches below test loop invariants): right-tail
-    // lanes use the last piece (left-tail ones already index 0), clamped tails the
-    // edge point.
-    idx = _mm512_mask_mov_epi32(idx, hi_m, c.pmax_i);
-    let mut xp = x;
-    if c.left_clamp {
-        xp = _mm512_mask_mov_ps(xp, lo_m, c.lo);
-    }
-    if c.right_clamp {
-        xp = _mm512_mask_mov_ps(xp, hi_m, c.hi);
-    }
-    let bm = block_masks::<W>(idx);
-    // SAFETY: idx ∈ [0, P-1] and every column has W ≥ P entries.
-    let mut r = if W == 0 {
-        let mut offs = [0u32; 16];
-        // SAFETY: 16-int stack array; idx ∈ [0, P-1], so every offset is a row start.
-        unsafe {
-            let off = _mm512_mullo_epi32(idx, _mm512_set1_epi32(c.stride as i32));
-            _mm512_storeu_si512(offs.as_mut_ptr() as *mut __m512i, off);
-            rows_horner(c, &offs, xp)
+    let mut r = [zero; K];
+    if W == 0 {
+        for v in 0..K {
+            // Right-tail lanes use the last piece (left-tail ones already index 0).
+            idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
+            let mut offs = [0u32; 16];
+            // SAFETY: 16-int stack array; idx ∈ [0, P-1], so every offset is a row start.
+            r[v] = unsafe {
+                let off = _mm512_mullo_epi32(idx[v], _mm512_set1_epi32(c.stride as i32));
+                _mm512_storeu_si512(offs.as_mut_ptr() as *mut __m512i, off);
+                rows_horner(c, &offs, xp[v])
+            };
         }
     } else {
+        let mut bm = [[0; 3]; K];
+        let mut t = [zero; K];
+        for v in 0..K {
+            idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
+            bm[v] = block_masks::<W>(idx[v]);
+        }
+        // SAFETY: idx ∈ [0, P-1] and every column has W ≥ P entries.
         unsafe {
-            let t = _mm512_sub_ps(xp, lookup::<W>(c.cols, idx, &bm));
-            let mut r = lookup::<W>(c.cols.add(W), idx, &bm);
-            for k in 0..c.d {
-                r = _mm512_fmadd_ps(r, t, lookup::<W>(c.cols.add((k + 2) * W), idx, &bm));
+            for v in 0..K {
+                t[v] = _mm512_sub_ps(xp[v], lookup::<W>(c.cols, idx[v], &bm[v]));
+                r[v] = lookup::<W>(c.cols.add(W), idx[v], &bm[v]);
             }
-            r
+            for k in 0..c.d {
+                for v in 0..K {
+                    let ck = lookup::<W>(c.cols.add((k + 2) * W), idx[v], &bm[v]);
+                    r[v] = _mm512_fmadd_ps(r[v], t[v], ck);
+                }
+            }
         }
-    };
-    r = tail_blend(c.left, r, lo_m, x);
-    r = tail_blend(c.right, r, hi_m, x);
-    // NaN lanes (a degree-0 piece would not propagate them).
-    r = _mm512_mask_mov_ps(r, nan_m, x);
-    // SAFETY: the lanes of m at j are writable; the inputs were read first.
-    unsafe { store::<TO>(dst, j, r, m) };
+    }
+    for v in 0..K {
+        let mut rv = tail_blend(c.left, r[v], lo_m[v], x[v]);
+        rv = tail_blend(c.right, rv, hi_m[v], x[v]);
+        // NaN lanes (a degree-0 piece would not propagate them).
+        rv = _mm512_mask_mov_ps(rv, nan_m[v], x[v]);
+        // SAFETY: the lanes of m[v] at j + 16 v are writable; all K vectors were read
+        // first.
+        unsafe { store::<TO>(dst, j + 16 * v, rv, m[v]) };
+    }
 }
 
 /// The kernel: `n` elements from `src` (kind TI) to `dst` (kind TO).
@@ -504,16 +540,22 @@ unsafe fn kernel<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize
         left_clamp: pr.left == TailK::Clamp,
         right_clamp: pr.right == TailK::Clamp,
     };
-    // One call site, so that `step` is inlined; the last vector may be partial.
+    // Pairs of full vectors, then the rest one vector at a time (the last may be
+    // partial). One call site per form, so that `step` is inlined.
     let full = n / 16;
-    for v in 0..n.div_ceil(16) {
+    let pairs = full / 2;
+    for v in 0..pairs {
+        // SAFETY: 32 elements at v * 32 are below n.
+        unsafe { step::<TI, TO, UNIFORM, W, 2>(&c, src, dst, v * 32, [0xFFFF; 2]) };
+    }
+    for v in 2 * pairs..n.div_ceil(16) {
         let m = if v < full {
             0xFFFF
         } else {
             (1u16 << (n % 16)) - 1
         };
         // SAFETY: the lanes of m at v * 16 are below n.
-        unsafe { step::<TI, TO, UNIFORM, W>(&c, src, dst, v * 16, m) };
+        unsafe { step::<TI, TO, UNIFORM, W, 1>(&c, src, dst, v * 16, [m]) };
     }
 }
 
