@@ -3,6 +3,11 @@
 //! breakpoints, beside a copy of the same bytes (read N inputs, write N outputs)
 //! and the scalar oracle for a few configurations. Throughput is in elements.
 //!
+//! Group `fitted_f32`: the fitted tables of `benches/data/` (gelu, silu, sigmoid,
+//! tanh: arbitrary breakpoints, 20–64 pieces of degree 3, exp2/constant/linear tails)
+//! on N inputs 4·N(0, 1) (as `bench/torch_bench.py` draws them, so a few percent
+//! fall in the tails), with the default kernel and each forced kernel.
+//!
 //! `cargo bench -p pwpa --bench eval` (criterion; `-- <filter>` to select). With
 //! `PWPA_BENCH_CPUTIME=1` it also prints one-thread throughput per CPU-second for
 //! key configurations (steadier than wall-clock numbers on a shared machine).
@@ -11,7 +16,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
-use pwpa::eval::{Evaluator, Parallelism};
+use pwpa::eval::{Backend, Evaluator, Parallelism};
 use pwpa::{bf16, Breakpoints, Element, Table, Tail};
 use rayon::prelude::*;
 
@@ -127,9 +132,74 @@ fn bench_type<T: Element>(c: &mut Criterion, name: &str) {
     g.finish();
 }
 
+/// N inputs 4·N(0, 1) (Box–Muller on a fixed pseudo-random sequence).
+fn normal_inputs() -> Vec<f32> {
+    let mut s = 0x2545_F491_4F6C_DD1D_u64;
+    let mut u = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        ((s >> 40) as f64 + 0.5) / (1u64 << 24) as f64
+    };
+    (0..N)
+        .map(|_| {
+            let (a, b) = (u(), u());
+            (4.0 * (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()) as f32
+        })
+        .collect()
+}
+
+/// The fitted tables in `benches/data/`.
+fn fitted_tables() -> Vec<(&'static str, Table)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data");
+    ["gelu", "silu", "sigmoid", "tanh"]
+        .into_iter()
+        .map(|f| {
+            (
+                f,
+                pwpa::format::load(dir.join(format!("{f}.json"))).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn bench_fitted(c: &mut Criterion) {
+    let x = normal_inputs();
+    let mut y = vec![0f32; N];
+    let mut g = c.benchmark_group("fitted_f32");
+    g.throughput(Throughput::Elements(N as u64));
+    g.bench_function("memcpy_rayon", |b| {
+        b.iter(|| {
+            y.par_chunks_mut(1 << 14)
+                .zip(black_box(&x).par_chunks(1 << 14))
+                .for_each(|(o, i)| o.copy_from_slice(i))
+        })
+    });
+    for (name, t) in fitted_tables() {
+        for backend in [None, Some(Backend::Avx2)] {
+            let ev = match backend {
+                None => Evaluator::new(&t),
+                Some(b) => match Evaluator::new(&t).with_backend(b) {
+                    Ok(ev) => ev,
+                    Err(_) => continue,
+                },
+            };
+            let label = match backend {
+                None => "default".to_string(),
+                Some(b) => b.name().to_string(),
+            };
+            g.bench_with_input(BenchmarkId::new(name, label), &ev, |b, ev| {
+                b.iter(|| ev.eval(black_box(&x), &mut y).unwrap())
+            });
+        }
+    }
+    g.finish();
+}
+
 fn benches(c: &mut Criterion) {
     bench_type::<f32>(c, "f32");
     bench_type::<bf16>(c, "bf16");
+    bench_fitted(c);
 }
 
 /// CPU time (user + system) of the calling thread in seconds, from

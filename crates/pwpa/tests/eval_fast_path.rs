@@ -23,13 +23,12 @@ fn next_down(x: f32) -> f32 {
     -next_up(-x)
 }
 
-/// Every kernel this machine runs.
+/// Every kernel this machine runs (each forced through `with_backend`).
 fn backends() -> Vec<Backend> {
-    let mut v = vec![Backend::Portable];
-    if Backend::detect() == Backend::Avx2 {
-        v.push(Backend::Avx2);
-    }
-    v
+    [Backend::Portable, Backend::Avx2, Backend::Avx512]
+        .into_iter()
+        .filter(|b| b.available())
+        .collect()
 }
 
 fn evaluators(table: &Table, par: &[Parallelism]) -> Vec<Evaluator> {
@@ -329,6 +328,82 @@ fn fixed_tables() -> Vec<Table> {
     v
 }
 
+/// Every register width of the AVX-512 kernel (P around 16, 32, 64, 128, 256 and
+/// just past), uniform and arbitrary breakpoints, several degrees, and every tail
+/// kind on each side (exp2 tails with growing and decaying exponents included).
+#[test]
+fn every_width_and_tail_kind() {
+    let tails = |lo: f32, hi: f32| {
+        vec![
+            Tail::Clamp,
+            Tail::Extend,
+            Tail::Linear {
+                slope: 0.5,
+                intercept: -1.0,
+            },
+            Tail::Linear {
+                slope: 0.0,
+                intercept: 2.0,
+            },
+            Tail::Constant {
+                value: f32::NEG_INFINITY,
+            },
+            Tail::Exp2 {
+                negative: true,
+                anchor: lo,
+                coeffs: vec![-1e-3, 0.05, 1.4, -3.0],
+            },
+            Tail::Exp2 {
+                negative: false,
+                anchor: hi,
+                coeffs: vec![-30.0, 2.0],
+            },
+            Tail::Exp2 {
+                negative: false,
+                anchor: lo,
+                coeffs: vec![std::f32::consts::LOG2_E, -150.04028],
+            },
+            // Left: exponents over [-166, -126] (subnormal results, then 0).
+            Tail::Exp2 {
+                negative: true,
+                anchor: lo,
+                coeffs: vec![20.0 / (hi - lo), -126.0],
+            },
+            // Right: exponents over [126, 132] (2^127 and above, then +Inf).
+            Tail::Exp2 {
+                negative: false,
+                anchor: hi,
+                coeffs: vec![3.0 / (hi - lo), 126.0],
+            },
+        ]
+    };
+    let mut case = 0u64;
+    for p in [
+        1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
+    ] {
+        for uniform in [true, false] {
+            for d in [0, 1, 2, 3, 7, 15] {
+                case += 1;
+                let base = random_table(1000 + case, p, d, uniform);
+                let (lo, hi) = (base.breakpoints().lo(), base.breakpoints().hi());
+                let ts = tails(lo, hi);
+                let left = ts[case as usize % ts.len()].clone();
+                let right = ts[(case as usize / 3 + 1) % ts.len()].clone();
+                let t = Table::new(
+                    base.breakpoints().clone(),
+                    d,
+                    base.anchors().to_vec(),
+                    base.coeffs().to_vec(),
+                    left,
+                    right,
+                )
+                .unwrap();
+                check_table(&t, case, 400).unwrap();
+            }
+        }
+    }
+}
+
 #[test]
 fn fixed_tables_equal_oracle() {
     for (i, t) in fixed_tables().iter().enumerate() {
@@ -414,5 +489,14 @@ fn backend_selection() {
             && std::is_x86_feature_detected!("fma")
             && std::is_x86_feature_detected!("f16c");
         assert_eq!(Evaluator::new(&t).with_backend(Backend::Avx2).is_ok(), has);
+        let has512 = has
+            && std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vl");
+        assert_eq!(
+            Evaluator::new(&t).with_backend(Backend::Avx512).is_ok(),
+            has512
+        );
+        assert_eq!(Backend::Avx512.available(), has512);
     }
 }

@@ -3,9 +3,12 @@
 //! [`Evaluator`] prepares a table once (padded coefficient rows, an O(1) lookup grid
 //! for arbitrary breakpoints) and evaluates slices of f32, f16 or bf16 into slices of
 //! any of the three, with exactly the oracle's f32 operations and one rounding at the
-//! end. On x86_64 CPUs with AVX2, FMA and F16C (detected at run time) it uses 8-lane
-//! SIMD kernels; elsewhere a portable scalar kernel. Large inputs are split over
-//! rayon's pool. For f16 and bf16 inputs of at least [`LUT_THRESHOLD`] elements the
+//! end. On x86_64 CPUs with AVX-512 (F, BW, VL) it uses 16-lane kernels (coefficients
+//! and breakpoint searches in registers, tails vectorised; see `avx512.rs`), with
+//! AVX2, FMA and F16C 8-lane kernels (also used for arbitrary breakpoints with
+//! P > 64), elsewhere a portable scalar kernel; the choice is made at run time
+//! ([`Backend::detect`]) and can be forced ([`Evaluator::with_backend`]). Large
+//! inputs are split over rayon's pool. For f16 and bf16 inputs of at least [`LUT_THRESHOLD`] elements the
 //! evaluator computes all 65,536 results once with its kernel, keeps them (128 or
 //! 256 KiB per type pair) and then only looks them up. Apart from those tables,
 //! nothing is allocated beyond the caller's output.
@@ -50,14 +53,24 @@ use crate::table::Table;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 mod prepared;
 
 use prepared::Prepared;
 
 /// Inputs shorter than this run on the calling thread even with [`Parallelism::Rayon`].
 pub const PARALLEL_THRESHOLD: usize = 1 << 16;
-/// Elements per rayon task (a multiple of 8).
+/// Least elements per rayon task (a multiple of 16).
 const CHUNK: usize = 1 << 14;
+
+/// Elements per rayon task for an input of `n`: about eight tasks per thread (enough
+/// to balance the load when other work shares the cores, few enough that the
+/// per-task cost vanishes), at least [`CHUNK`], a multiple of 16.
+fn chunk_len(n: usize) -> usize {
+    let tasks = 8 * rayon::current_num_threads().max(1);
+    n.div_ceil(tasks).next_multiple_of(16).max(CHUNK)
+}
 /// 16-bit inputs of at least this many elements go through a table of all 65,536
 /// results (built once per evaluator and type pair, by the kernel itself).
 pub const LUT_THRESHOLD: usize = 1 << 16;
@@ -78,6 +91,9 @@ pub enum Backend {
     Portable,
     /// x86_64 AVX2 + FMA + F16C, 8 lanes.
     Avx2,
+    /// x86_64 AVX-512 (F, BW, VL) + FMA + F16C, 16 lanes, for tables with P ≤ 256
+    /// (uniform breakpoints) or P ≤ 64 (arbitrary); other tables run the AVX2 kernel.
+    Avx512,
 }
 
 impl Backend {
@@ -86,20 +102,39 @@ impl Backend {
         match self {
             Backend::Portable => "portable",
             Backend::Avx2 => "avx2",
+            Backend::Avx512 => "avx512",
         }
     }
 
-    /// The best kernel this CPU runs. The environment variable
-    /// `PWPA_CPU_BACKEND=portable` forces the portable kernel.
+    /// Whether this CPU runs the kernel.
+    pub fn available(self) -> bool {
+        match self {
+            Backend::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            Backend::Avx2 => avx2::available(),
+            #[cfg(target_arch = "x86_64")]
+            Backend::Avx512 => avx512::available() && avx2::available(),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    /// The best kernel this CPU runs. The environment variable `PWPA_CPU_BACKEND`
+    /// (`portable`, `avx2` or `avx512`) caps the choice at the kernel it names.
     pub fn detect() -> Backend {
-        if std::env::var("PWPA_CPU_BACKEND").is_ok_and(|v| v.eq_ignore_ascii_case("portable")) {
-            return Backend::Portable;
-        }
-        #[cfg(target_arch = "x86_64")]
-        if avx2::available() {
-            return Backend::Avx2;
-        }
-        Backend::Portable
+        let cap = std::env::var("PWPA_CPU_BACKEND")
+            .map(|v| v.to_ascii_lowercase())
+            .unwrap_or_default();
+        let order: &[Backend] = match cap.as_str() {
+            "portable" => &[],
+            "avx2" => &[Backend::Avx2],
+            _ => &[Backend::Avx512, Backend::Avx2],
+        };
+        order
+            .iter()
+            .copied()
+            .find(|b| b.available())
+            .unwrap_or(Backend::Portable)
     }
 }
 
@@ -164,16 +199,12 @@ impl Evaluator {
 
     /// Chooses the kernel. Asking for a kernel this CPU cannot run is an error.
     pub fn with_backend(mut self, backend: Backend) -> Result<Self> {
-        if backend == Backend::Avx2 {
-            #[cfg(target_arch = "x86_64")]
-            let ok = avx2::available();
-            #[cfg(not(target_arch = "x86_64"))]
-            let ok = false;
-            if !ok {
-                return Err(Error::InvalidArgument(
-                    "the avx2 backend needs an x86_64 CPU with AVX2, FMA and F16C".into(),
-                ));
-            }
+        if !backend.available() {
+            return Err(Error::InvalidArgument(format!(
+                "this CPU cannot run the {} backend (avx2 needs x86_64 with AVX2, FMA and F16C; \
+                 avx512 needs those and AVX-512 F, BW and VL)",
+                backend.name()
+            )));
         }
         self.backend = backend;
         self.luts = Luts::default();
@@ -202,9 +233,10 @@ impl Evaluator {
         }
         let lut = self.lut::<T, U>(input.len());
         if self.parallel(input.len()) {
+            let chunk = chunk_len(input.len());
             input
-                .par_chunks(CHUNK)
-                .zip(output.par_chunks_mut(CHUNK))
+                .par_chunks(chunk)
+                .zip(output.par_chunks_mut(chunk))
                 // SAFETY: distinct slices of equal length.
                 .for_each(|(i, o)| unsafe {
                     self.run_lut(lut, i.as_ptr(), o.as_mut_ptr(), i.len());
@@ -220,7 +252,7 @@ impl Evaluator {
     pub fn eval_in_place<T: Element>(&self, data: &mut [T]) {
         let lut = self.lut::<T, T>(data.len());
         if self.parallel(data.len()) {
-            data.par_chunks_mut(CHUNK).for_each(|c| {
+            data.par_chunks_mut(chunk_len(data.len())).for_each(|c| {
                 let p = c.as_mut_ptr();
                 // SAFETY: the same buffer in and out (the kernels read before writing).
                 unsafe { self.run_lut(lut, p as *const T, p, c.len()) };
@@ -310,10 +342,18 @@ impl Evaluator {
     /// `src` valid for `n` reads, `dst` for `n` writes; not overlapping, or equal.
     unsafe fn run<T: Element, U: Element>(&self, src: *const T, dst: *mut U, n: usize) {
         #[cfg(target_arch = "x86_64")]
-        if self.backend == Backend::Avx2 {
+        if self.backend != Backend::Portable {
             if let (Some(ti), Some(to)) = (kind::<T>(), kind::<U>()) {
-                // SAFETY: the backend was checked when chosen; T and U are exactly the
-                // kinds named, so the byte pointers cover n elements of each.
+                if self.backend == Backend::Avx512 && avx512::covers(&self.prepared) {
+                    // SAFETY: as below; the table is one the kernel covers.
+                    unsafe {
+                        avx512::run(&self.prepared, ti, to, src as *const u8, dst as *mut u8, n)
+                    };
+                    return;
+                }
+                // SAFETY: the backend was checked when chosen (AVX-512 implies the AVX2
+                // kernel runs too); T and U are exactly the kinds named, so the byte
+                // pointers cover n elements of each.
                 unsafe {
                     avx2::run(
                         &self.prepared,

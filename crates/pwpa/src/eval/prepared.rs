@@ -17,7 +17,7 @@
 //! do; otherwise a short scan). The result is exactly the
 //! oracle's rule (the number of interior breakpoints `<= x`), for any breakpoint list.
 
-use crate::table::{uniform_index, Breakpoints, Table};
+use crate::table::{uniform_index, Breakpoints, Table, Tail};
 
 /// Largest grid, in cells (8 MiB).
 const MAX_GRID: usize = 1 << 20;
@@ -68,6 +68,88 @@ pub(crate) struct Prepared {
     pub soa: Vec<f32>,
     /// 8, 16 or 32 (P rounded up), or 0 when P > 32.
     pub soa_width: usize,
+    /// For P ≤ 256 (AVX-512 register lookups): SoA of the rows, each of the `D + 2`
+    /// columns padded to `w16`.
+    pub cols16: Vec<f32>,
+    /// 16, 32, 64, 128 or 256 (P rounded up to a power of two, at least 16), or 0
+    /// when P > 256.
+    pub w16: usize,
+    /// Arbitrary breakpoints with P ≤ 256: the levels of a branchless binary search
+    /// over `B = b_1, …, b_{P-1}` padded with +Inf to `w16` entries (sorted, so the
+    /// index of an in-range x is the number of entries ≤ x). Level ℓ (step
+    /// s = w16 / 2^(ℓ+1)) holds the 2^ℓ probes `B[j·2s + s − 1]`, padded to at least 16
+    /// entries; see [`search_levels`].
+    pub search: Vec<f32>,
+    /// The left tail, for SIMD kernels.
+    pub left: TailK,
+    /// The right tail, for SIMD kernels.
+    pub right: TailK,
+}
+
+/// The probe tables of a binary search over `sorted` (a power of two ≥ 16 entries):
+/// level ℓ = 0, 1, … with step `s = len / 2^(ℓ+1)` lists `sorted[j·2s + s − 1]` for
+/// `j < 2^ℓ`, padded with +Inf to at least 16 entries. A search that has counted `c`
+/// entries so far (a multiple of 2s) probes entry `c / (2s)` of level ℓ.
+pub(crate) fn search_levels(sorted: &[f32]) -> Vec<f32> {
+    let w = sorted.len();
+    let mut out = Vec::new();
+    let mut s = w / 2;
+    while s >= 1 {
+        let n = w / (2 * s);
+        let start = out.len();
+        out.extend((0..n).map(|j| sorted[j * 2 * s + s - 1]));
+        out.resize(start + n.max(16), f32::INFINITY);
+        s /= 2;
+    }
+    out
+}
+
+/// A tail reduced to what a SIMD kernel does with it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum TailK {
+    /// The edge piece at the edge point.
+    Clamp,
+    /// The edge piece at x.
+    Extend,
+    /// A constant (also a linear tail of zero slope).
+    Value(f32),
+    /// `fma(slope, x, intercept)`, slope ≠ 0.
+    Linear { slope: f32, intercept: f32 },
+    /// `±exp2_f32(horner(coeffs, x - anchor))`.
+    Exp2 {
+        negative: bool,
+        anchor: f32,
+        coeffs: Vec<f32>,
+    },
+}
+
+impl TailK {
+    fn new(t: &Tail) -> TailK {
+        match t {
+            Tail::Clamp => TailK::Clamp,
+            Tail::Extend => TailK::Extend,
+            Tail::Linear { slope, intercept } => {
+                if *slope == 0.0 {
+                    TailK::Value(*intercept)
+                } else {
+                    TailK::Linear {
+                        slope: *slope,
+                        intercept: *intercept,
+                    }
+                }
+            }
+            Tail::Constant { value } => TailK::Value(*value),
+            Tail::Exp2 {
+                negative,
+                anchor,
+                coeffs,
+            } => TailK::Exp2 {
+                negative: *negative,
+                anchor: *anchor,
+                coeffs: coeffs.clone(),
+            },
+        }
+    }
 }
 
 impl Prepared {
@@ -76,7 +158,8 @@ impl Prepared {
         let p = b.partitions();
         let d = table.degree();
         let stride = (d + 2).div_ceil(4) * 4;
-        let mut rows = vec![0.0f32; p * stride];
+        // Padded at the end so that SIMD kernels may read whole blocks past the last row.
+        let mut rows = vec![0.0f32; p * stride + 8];
         for i in 0..p {
             rows[i * stride] = table.anchors()[i];
             rows[i * stride + 1..i * stride + d + 2].copy_from_slice(table.piece(i));
@@ -95,6 +178,27 @@ impl Prepared {
                 }
             }
         }
+        let w16 = match p {
+            0..=16 => 16,
+            17..=256 => p.next_power_of_two(),
+            _ => 0,
+        };
+        let mut cols16 = vec![0.0f32; w16 * (d + 2)];
+        if w16 > 0 {
+            for i in 0..p {
+                for k in 0..d + 2 {
+                    cols16[k * w16 + i] = rows[i * stride + k];
+                }
+            }
+        }
+        let search = match b {
+            Breakpoints::Arbitrary(points) if w16 > 0 => {
+                let mut s = vec![f32::INFINITY; w16];
+                s[..p - 1].copy_from_slice(&points[1..p]);
+                search_levels(&s)
+            }
+            _ => Vec::new(),
+        };
         let mut pr = Prepared {
             p,
             d,
@@ -111,6 +215,11 @@ impl Prepared {
             stride,
             soa,
             soa_width,
+            cols16,
+            w16,
+            search,
+            left: TailK::new(table.left_tail()),
+            right: TailK::new(table.right_tail()),
         };
         if let Breakpoints::Arbitrary(points) = b {
             pr.build_grid(points);

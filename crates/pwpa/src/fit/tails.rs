@@ -109,7 +109,7 @@ fn monotone_outward(q: &[f32], dir: f64, span: f64, grow: bool) -> bool {
     }
     // Beyond: the leading term of dir·q' dominates; its sign for u → dir·∞ is
     // sign(lead) · dir^(n−1) · dir = sign(lead)·dir^n.
-    let lead = dq[0] * if n % 2 == 0 { 1.0 } else { dir };
+    let lead = dq[0] * if n.is_multiple_of(2) { 1.0 } else { dir };
     lead < 0.0
 }
 

@@ -1,0 +1,604 @@
+//! AVX-512 kernels (x86_64 with AVX-512F/BW/VL, FMA and F16C; chosen at run time).
+//!
+//! Sixteen lanes at a time, the oracle's f32 operations one for one (separately
+//! rounded `vsubps`/`vmulps`, correctly rounded `vfmadd`). Unlike the AVX2 kernel,
+//! nothing here goes through memory per lane:
+//!
+//! - coefficients (and anchors) come from registers: for P ≤ 256 the table is kept as
+//!   SoA columns of W = 16…256 entries and looked up with `vpermps`/`vpermt2ps`
+//!   (32 entries per permute) and a tree of mask blends on bits 5–7 of the index;
+//!   larger uniform tables load each lane's row (128- or 256-bit loads) and transpose;
+//! - arbitrary breakpoints (P ≤ [`MAX_SEARCH`]) are found by a branchless binary
+//!   search over `b_1 … b_{P-1}` (padded with +Inf), one register permute per step:
+//!   the index is the number of interior breakpoints ≤ x, the oracle's rule;
+//! - NaN and both tails are computed in SIMD too (clamp and extend by the edge piece,
+//!   constants and linear tails blended in under masks without a branch, and
+//!   `exp2_f32` vectorised step for step, only when a vector has such a lane);
+//! - the last `n % 16` elements use masked loads and stores.
+//!
+//! Arbitrary breakpoints with P > [`MAX_SEARCH`] run the AVX2 kernel (see [`covers`]).
+//! Gathers (`vgatherdps`) were measured 1.3–3× slower than these on the development
+//! machine (a VM, presumably with microcoded gathers) and are not used.
+
+use std::arch::x86_64::*;
+
+use super::avx2::{BF16, F16, F32};
+use super::prepared::{Prepared, TailK};
+use crate::table::EXP2_POLY_BITS;
+
+/// Largest P whose arbitrary breakpoints are searched in registers.
+pub(crate) const MAX_SEARCH: usize = 64;
+
+/// Whether this CPU runs the kernels.
+pub(crate) fn available() -> bool {
+    is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512vl")
+        && is_x86_feature_detected!("fma")
+        && is_x86_feature_detected!("f16c")
+}
+
+/// Largest register-resident column (W); larger tables load rows per lane.
+pub(crate) const MAX_REG: usize = 256;
+
+/// The register width W of a table: 16 … 256, or 0 for the per-lane row loads.
+fn reg_width(pr: &Prepared) -> usize {
+    if pr.w16 > 0 && pr.w16 <= if pr.uniform { MAX_REG } else { MAX_SEARCH } {
+        pr.w16
+    } else {
+        0
+    }
+}
+
+/// Whether the AVX-512 kernel handles this table (otherwise the AVX2 kernel runs):
+/// uniform breakpoints (any P), arbitrary ones with P ≤ [`MAX_SEARCH`]. (For larger
+/// arbitrary tables a per-lane lookup grid, or a search over 128 or 256 entries,
+/// measured no faster than the AVX2 kernel.)
+pub(crate) fn covers(pr: &Prepared) -> bool {
+    pr.uniform || (pr.w16 > 0 && pr.w16 <= MAX_SEARCH)
+}
+
+/// Columns `8*blk .. 8*blk+8` of the rows at `offs` (one per lane), as eight
+/// 16-lane vectors: sixteen 256-bit loads, paired into eight registers (lanes i and
+/// i+4 for i < 4, lanes 8+i and 12+i), then an 8×8 transpose per 256-bit half.
+#[inline(always)]
+unsafe fn block8(rows: *const f32, offs: &[u32; 16], blk: usize) -> [__m512; 8] {
+    // SAFETY: every offs[l] + 8*blk + 8 <= rows.len() (rows are padded at the end).
+    unsafe {
+        // Macros rather than closures: closures would not inherit the kernel's target
+        // features and would stay out of line.
+        macro_rules! z {
+            ($a:expr, $b:expr) => {
+                _mm512_castpd_ps(_mm512_insertf64x4::<1>(
+                    _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(
+                        rows.add(offs[$a] as usize + 8 * blk),
+                    ))),
+                    _mm256_castps_pd(_mm256_loadu_ps(rows.add(offs[$b] as usize + 8 * blk))),
+                ))
+            };
+        }
+        macro_rules! half {
+            ($z0:expr, $z1:expr, $z2:expr, $z3:expr) => {{
+                let (z0, z1, z2, z3) = ($z0, $z1, $z2, $z3);
+                let t0 = _mm512_unpacklo_ps(z0, z1);
+                let t1 = _mm512_unpackhi_ps(z0, z1);
+                let t2 = _mm512_unpacklo_ps(z2, z3);
+                let t3 = _mm512_unpackhi_ps(z2, z3);
+                [
+                    _mm512_shuffle_ps::<0x44>(t0, t2),
+                    _mm512_shuffle_ps::<0xEE>(t0, t2),
+                    _mm512_shuffle_ps::<0x44>(t1, t3),
+                    _mm512_shuffle_ps::<0xEE>(t1, t3),
+                ]
+            }};
+        }
+        let s = half!(z!(0, 4), z!(1, 5), z!(2, 6), z!(3, 7));
+        let u = half!(z!(8, 12), z!(9, 13), z!(10, 14), z!(11, 15));
+        [
+            _mm512_shuffle_f32x4::<0x88>(s[0], u[0]),
+            _mm512_shuffle_f32x4::<0x88>(s[1], u[1]),
+            _mm512_shuffle_f32x4::<0x88>(s[2], u[2]),
+            _mm512_shuffle_f32x4::<0x88>(s[3], u[3]),
+            _mm512_shuffle_f32x4::<0xDD>(s[0], u[0]),
+            _mm512_shuffle_f32x4::<0xDD>(s[1], u[1]),
+            _mm512_shuffle_f32x4::<0xDD>(s[2], u[2]),
+            _mm512_shuffle_f32x4::<0xDD>(s[3], u[3]),
+        ]
+    }
+}
+
+/// Columns 0..4 of 4-wide rows (stride 4, D ≤ 2) at `offs`: sixteen 128-bit loads
+/// into four registers (register i holds lanes i, i+4, i+8, i+12), then a 4×4
+/// transpose per 128-bit lane.
+#[inline(always)]
+unsafe fn block4(rows: *const f32, offs: &[u32; 16]) -> [__m512; 4] {
+    // SAFETY: every offs[l] + 4 <= rows.len().
+    unsafe {
+        macro_rules! z {
+            ($i:expr) => {{
+                let ld = |l: usize| rows.add(offs[l] as usize);
+                let v = _mm512_castps128_ps512(_mm_loadu_ps(ld($i)));
+                let v = _mm512_insertf32x4::<1>(v, _mm_loadu_ps(ld($i + 4)));
+                let v = _mm512_insertf32x4::<2>(v, _mm_loadu_ps(ld($i + 8)));
+                _mm512_insertf32x4::<3>(v, _mm_loadu_ps(ld($i + 12)))
+            }};
+        }
+        let (z0, z1, z2, z3) = (z!(0), z!(1), z!(2), z!(3));
+        let t0 = _mm512_unpacklo_ps(z0, z1);
+        let t1 = _mm512_unpackhi_ps(z0, z1);
+        let t2 = _mm512_unpacklo_ps(z2, z3);
+        let t3 = _mm512_unpackhi_ps(z2, z3);
+        [
+            _mm512_shuffle_ps::<0x44>(t0, t2),
+            _mm512_shuffle_ps::<0xEE>(t0, t2),
+            _mm512_shuffle_ps::<0x44>(t1, t3),
+            _mm512_shuffle_ps::<0xEE>(t1, t3),
+        ]
+    }
+}
+
+/// Horner over the rows at `offs` (one per lane): t = x − anchor, then FMA steps.
+#[inline(always)]
+unsafe fn rows_horner(c: &Ctx<'_>, offs: &[u32; 16], xp: __m512) -> __m512 {
+    // SAFETY (whole fn): forwarded; rows are padded so that whole blocks are readable.
+    // (Always inlined, without its own target features, so that it lands in the
+    // AVX-512 kernel and the intrinsics with it.)
+    unsafe {
+        let d = c.d;
+        if c.stride == 4 {
+            let k = block4(c.rows, offs);
+            let t = _mm512_sub_ps(xp, k[0]);
+            let mut r = k[1];
+            if d >= 1 {
+                r = _mm512_fmadd_ps(r, t, k[2]);
+            }
+            if d >= 2 {
+                r = _mm512_fmadd_ps(r, t, k[3]);
+            }
+            return r;
+        }
+        let k = block8(c.rows, offs, 0);
+        let t = _mm512_sub_ps(xp, k[0]);
+        let mut r = k[1];
+        for q in 2..(d + 2).min(8) {
+            r = _mm512_fmadd_ps(r, t, k[q]);
+        }
+        let mut col = 8;
+        while col < d + 2 {
+            let k = block8(c.rows, offs, col / 8);
+            for q in 0..8 {
+                if col + q < d + 2 {
+                    r = _mm512_fmadd_ps(r, t, k[q]);
+                }
+            }
+            col += 8;
+        }
+        r
+    }
+}
+
+/// Loop invariants of one kernel call.
+struct Ctx<'a> {
+    lo: __m512,
+    hi: __m512,
+    inv: __m512,
+    pmax: __m512,
+    pmax_i: __m512i,
+    cols: *const f32,
+    rows: *const f32,
+    stride: usize,
+    search: *const f32,
+    d: usize,
+    left: &'a TailK,
+    right: &'a TailK,
+    left_clamp: bool,
+    right_clamp: bool,
+}
+
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+unsafe fn load<const K: u8>(src: *const u8, j: usize, m: __mmask16) -> __m512 {
+    // SAFETY (whole fn): the caller guarantees the elements of mask m at j are readable
+    // (masked-off lanes are not accessed).
+    unsafe {
+        match K {
+            F32 => _mm512_maskz_loadu_ps(m, (src as *const f32).add(j)),
+            F16 => _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (src as *const i16).add(j))),
+            _ => {
+                let h = _mm256_maskz_loadu_epi16(m, (src as *const i16).add(j));
+                _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+            }
+        }
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+unsafe fn store<const K: u8>(dst: *mut u8, j: usize, r: __m512, m: __mmask16) {
+    // NaN → the canonical f32 NaN, whose f16/bf16 conversions are the canonical ones.
+    let nan = _mm512_castsi512_ps(_mm512_set1_epi32(crate::element::F32_CANONICAL_NAN as i32));
+    let r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(r, r), nan);
+    // SAFETY (whole block): the caller guarantees the elements of mask m at j are
+    // writable (masked-off lanes are not accessed).
+    unsafe {
+        match K {
+            F32 => _mm512_mask_storeu_ps((dst as *mut f32).add(j), m, r),
+            F16 => _mm256_mask_storeu_epi16(
+                (dst as *mut i16).add(j),
+                m,
+                _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(r),
+            ),
+            _ => {
+                let b = _mm512_castps_si512(r);
+                let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(b), _mm512_set1_epi32(1));
+                let b = _mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+                let h = _mm512_cvtepi32_epi16(_mm512_srli_epi32::<16>(b));
+                _mm256_mask_storeu_epi16((dst as *mut i16).add(j), m, h);
+            }
+        }
+    }
+}
+
+/// Masks of index bits 5, 6 and 7 (which 32-entry block of a W-entry column).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+fn block_masks<const W: usize>(idx: __m512i) -> [__mmask16; 3] {
+    let mut m = [0; 3];
+    if W >= 64 {
+        m[0] = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(32));
+    }
+    if W >= 128 {
+        m[1] = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(64));
+    }
+    if W >= 256 {
+        m[2] = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(128));
+    }
+    m
+}
+
+/// `col[idx]` per lane for a column of W entries at `col`, by register permutes.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+unsafe fn lookup<const W: usize>(col: *const f32, idx: __m512i, bm: &[__mmask16; 3]) -> __m512 {
+    // SAFETY (whole fn): `col` holds W floats; idx ∈ [0, W).
+    unsafe {
+        let t = |q: usize| _mm512_loadu_ps(col.add(16 * q));
+        match W {
+            16 => _mm512_permutexvar_ps(idx, t(0)),
+            32 => _mm512_permutex2var_ps(t(0), idx, t(1)),
+            _ => {
+                let mut v = [_mm512_setzero_ps(); 8];
+                let n = W / 32;
+                for q in 0..n {
+                    v[q] = _mm512_permutex2var_ps(t(2 * q), idx, t(2 * q + 1));
+                }
+                let mut width = n;
+                let mut level = 0;
+                while width > 1 {
+                    for q in 0..width / 2 {
+                        v[q] = _mm512_mask_blend_ps(bm[level], v[2 * q], v[2 * q + 1]);
+                    }
+                    width /= 2;
+                    level += 1;
+                }
+                v[0]
+            }
+        }
+    }
+}
+
+/// Arbitrary-breakpoint index of in-range lanes: the number of entries of the
+/// padded interior-breakpoint list (W entries, sorted, +Inf padded) that are ≤ x, by
+/// a branchless binary search over the level tables of
+/// [`super::prepared::search_levels`]: at step s the count so far is a multiple of
+/// 2s, so the probe is entry `count / 2s` of a table of W / 2s entries (one
+/// broadcast, then one permute per step up to 32 entries).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+unsafe fn search<const W: usize, const K: usize>(
+    levels: *const f32,
+    xs: &[__m512; K],
+) -> [__m512i; K] {
+    // SAFETY (whole fn): `levels` holds the level tables of a W-entry list; every
+    // probe index is below its level's length.
+    unsafe {
+        // Level 0 (step W/2): one probe for every lane.
+        let half = W / 2;
+        let b0 = _mm512_set1_ps(*levels);
+        let mut idx = [_mm512_setzero_si512(); K];
+        for v in 0..K {
+            let m = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(b0, xs[v]);
+            idx[v] = _mm512_maskz_mov_epi32(m, _mm512_set1_epi32(half as i32));
+        }
+        let mut off = 16;
+        let mut step = half / 2;
+        while step >= 1 {
+            let n = W / (2 * step);
+            let shift = _mm512_set1_epi32((2 * step).trailing_zeros() as i32);
+            let t = levels.add(off);
+            for v in 0..K {
+                let q = _mm512_srlv_epi32(idx[v], shift);
+                let b = match n {
+                    0..=16 => lookup::<16>(t, q, &[0; 3]),
+                    32 => lookup::<32>(t, q, &[0; 3]),
+                    64 => lookup::<64>(t, q, &block_masks::<64>(q)),
+                    _ => lookup::<128>(t, q, &block_masks::<128>(q)),
+                };
+                let m = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(b, xs[v]);
+                idx[v] = _mm512_mask_add_epi32(idx[v], m, idx[v], _mm512_set1_epi32(step as i32));
+            }
+            off += n.max(16);
+            step /= 2;
+        }
+        idx
+    }
+}
+
+/// `exp2_f32` of [`crate::table`], lane by lane with the same operations.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+fn exp2v(p: __m512) -> __m512 {
+    let nan_m = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(p, p);
+    let big_m = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(p, _mm512_set1_ps(128.0));
+    let tiny_m = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(p, _mm512_set1_ps(-150.0));
+    // Round half to even (exact), then f = p − n (exact).
+    let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(p);
+    let f = _mm512_sub_ps(p, n);
+    let mut r = _mm512_set1_ps(f32::from_bits(EXP2_POLY_BITS[0]));
+    for &c in &EXP2_POLY_BITS[1..] {
+        r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(f32::from_bits(c)));
+    }
+    let ni = _mm512_cvtps_epi32(n);
+    let bits = _mm512_castps_si512(r);
+    let mid = _mm512_castsi512_ps(_mm512_add_epi32(bits, _mm512_slli_epi32::<23>(ni)));
+    let high = _mm512_mul_ps(
+        _mm512_castsi512_ps(_mm512_add_epi32(bits, _mm512_set1_epi32(127 << 23))),
+        _mm512_set1_ps(2.0),
+    );
+    let low = _mm512_mul_ps(
+        _mm512_castsi512_ps(_mm512_add_epi32(
+            bits,
+            _mm512_slli_epi32::<23>(_mm512_add_epi32(ni, _mm512_set1_epi32(64))),
+        )),
+        _mm512_set1_ps(f32::from_bits(0x1f80_0000)),
+    );
+    let mut v = mid;
+    v = _mm512_mask_mov_ps(v, _mm512_cmpgt_epi32_mask(ni, _mm512_set1_epi32(127)), high);
+    v = _mm512_mask_mov_ps(v, _mm512_cmplt_epi32_mask(ni, _mm512_set1_epi32(-125)), low);
+    v = _mm512_mask_mov_ps(v, tiny_m, _mm512_setzero_ps());
+    v = _mm512_mask_mov_ps(v, big_m, _mm512_set1_ps(f32::INFINITY));
+    _mm512_mask_mov_ps(v, nan_m, _mm512_set1_ps(f32::NAN))
+}
+
+/// A tail's value at x (constant, linear and exp2 tails only).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+fn tail_value(t: &TailK, x: __m512) -> __m512 {
+    match t {
+        TailK::Value(v) => _mm512_set1_ps(*v),
+        TailK::Linear { slope, intercept } => {
+            _mm512_fmadd_ps(_mm512_set1_ps(*slope), x, _mm512_set1_ps(*intercept))
+        }
+        TailK::Exp2 {
+            negative,
+            anchor,
+            coeffs,
+        } => {
+            let t = _mm512_sub_ps(x, _mm512_set1_ps(*anchor));
+            let mut q = _mm512_set1_ps(coeffs[0]);
+            for &c in &coeffs[1..] {
+                q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(c));
+            }
+            let v = exp2v(q);
+            if *negative {
+                _mm512_castsi512_ps(_mm512_xor_si512(
+                    _mm512_castps_si512(v),
+                    _mm512_set1_epi32(i32::MIN),
+                ))
+            } else {
+                v
+            }
+        }
+        // Not reached: edge-piece tails are evaluated by the polynomial.
+        TailK::Clamp | TailK::Extend => x,
+    }
+}
+
+/// `r` with the lanes of `m` replaced by the tail's value (constant and linear tails
+/// without a branch; exp2 only when a lane needs it).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+fn tail_blend(t: &TailK, r: __m512, m: __mmask16, x: __m512) -> __m512 {
+    match t {
+        TailK::Clamp | TailK::Extend => r,
+        TailK::Exp2 { .. } => {
+            if m != 0 {
+                _mm512_mask_mov_ps(r, m, tail_value(t, x))
+            } else {
+                r
+            }
+        }
+        _ => _mm512_mask_mov_ps(r, m, tail_value(t, x)),
+    }
+}
+
+/// K (1 or 2) vectors of 16 elements at `j`, `j + 16` (the lanes of `m[v]`), their
+/// operations interleaved phase by phase: the breakpoint search and Horner are
+/// dependency chains, and two independent ones keep the core busier.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+unsafe fn step<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize, const K: usize>(
+    c: &Ctx<'_>,
+    src: *const u8,
+    dst: *mut u8,
+    j: usize,
+    m: [__mmask16; K],
+) {
+    let zero = _mm512_setzero_ps();
+    let (mut x, mut xs, mut xp) = ([zero; K], [zero; K], [zero; K]);
+    let (mut lo_m, mut hi_m, mut nan_m) = ([0; K], [0; K], [0; K]);
+    for v in 0..K {
+        // SAFETY: the lanes of m[v] at j + 16 v are readable.
+        x[v] = unsafe { load::<TI>(src, j + 16 * v, m[v]) };
+        lo_m[v] = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x[v], c.lo);
+        hi_m[v] = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x[v], c.hi);
+        nan_m[v] = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x[v], x[v]);
+        let inr = !(lo_m[v] | hi_m[v] | nan_m[v]);
+        // Lanes outside [b_0, b_P] (and NaN) index on b_0.
+        xs[v] = _mm512_mask_mov_ps(c.lo, inr, x[v]);
+        // Clamped tails evaluate the edge piece at the edge point (the branches
+        // test loop invariants).
+        xp[v] = x[v];
+        if c.left_clamp {
+            xp[v] = _mm512_mask_mov_ps(xp[v], lo_m[v], c.lo);
+        }
+        if c.right_clamp {
+            xp[v] = _mm512_mask_mov_ps(xp[v], hi_m[v], c.hi);
+        }
+    }
+    let mut idx = if UNIFORM {
+        let mut idx = [_mm512_setzero_si512(); K];
+        for v in 0..K {
+            let u = _mm512_mul_ps(_mm512_sub_ps(xs[v], c.lo), c.inv);
+            idx[v] = _mm512_cvttps_epi32(_mm512_min_ps(u, c.pmax));
+        }
+        idx
+    } else {
+        // SAFETY: the search tables are those of a W-entry list.
+        unsafe { search::<W, K>(c.search, &xs) }
+    };
+    let mut r = [zero; K];
+    if W == 0 {
+        for v in 0..K {
+            // Right-tail lanes use the last piece (left-tail ones already index 0).
+            idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
+            let mut offs = [0u32; 16];
+            // SAFETY: 16-int stack array; idx ∈ [0, P-1], so every offset is a row start.
+            r[v] = unsafe {
+                let off = _mm512_mullo_epi32(idx[v], _mm512_set1_epi32(c.stride as i32));
+                _mm512_storeu_si512(offs.as_mut_ptr() as *mut __m512i, off);
+                rows_horner(c, &offs, xp[v])
+            };
+        }
+    } else {
+        let mut bm = [[0; 3]; K];
+        let mut t = [zero; K];
+        for v in 0..K {
+            idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
+            bm[v] = block_masks::<W>(idx[v]);
+        }
+        // SAFETY: idx ∈ [0, P-1] and every column has W ≥ P entries.
+        unsafe {
+            for v in 0..K {
+                t[v] = _mm512_sub_ps(xp[v], lookup::<W>(c.cols, idx[v], &bm[v]));
+                r[v] = lookup::<W>(c.cols.add(W), idx[v], &bm[v]);
+            }
+            for k in 0..c.d {
+                for v in 0..K {
+                    let ck = lookup::<W>(c.cols.add((k + 2) * W), idx[v], &bm[v]);
+                    r[v] = _mm512_fmadd_ps(r[v], t[v], ck);
+                }
+            }
+        }
+    }
+    for v in 0..K {
+        let mut rv = tail_blend(c.left, r[v], lo_m[v], x[v]);
+        rv = tail_blend(c.right, rv, hi_m[v], x[v]);
+        // NaN lanes (a degree-0 piece would not propagate them).
+        rv = _mm512_mask_mov_ps(rv, nan_m[v], x[v]);
+        // SAFETY: the lanes of m[v] at j + 16 v are writable; all K vectors were read
+        // first.
+        unsafe { store::<TO>(dst, j + 16 * v, rv, m[v]) };
+    }
+}
+
+/// The kernel: `n` elements from `src` (kind TI) to `dst` (kind TO).
+///
+/// # Safety
+/// [`available`] and [`covers`] must be true; `src` valid for `n` reads and `dst`
+/// for `n` writes of their kinds; the buffers do not overlap or are the same pointer.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+unsafe fn kernel<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize>(
+    pr: &Prepared,
+    src: *const u8,
+    dst: *mut u8,
+    n: usize,
+) {
+    let c = Ctx {
+        lo: _mm512_set1_ps(pr.lo),
+        hi: _mm512_set1_ps(pr.hi),
+        inv: _mm512_set1_ps(pr.inv_step),
+        pmax: _mm512_set1_ps(pr.pmax_f),
+        pmax_i: _mm512_set1_epi32(pr.p as i32 - 1),
+        cols: pr.cols16.as_ptr(),
+        rows: pr.rows.as_ptr(),
+        stride: pr.stride,
+        search: pr.search.as_ptr(),
+        d: pr.d,
+        left: &pr.left,
+        right: &pr.right,
+        left_clamp: pr.left == TailK::Clamp,
+        right_clamp: pr.right == TailK::Clamp,
+    };
+    // Pairs of full vectors, then the rest one vector at a time (the last may be
+    // partial). One call site per form, so that `step` is inlined.
+    let full = n / 16;
+    let pairs = full / 2;
+    for v in 0..pairs {
+        // SAFETY: 32 elements at v * 32 are below n.
+        unsafe { step::<TI, TO, UNIFORM, W, 2>(&c, src, dst, v * 32, [0xFFFF; 2]) };
+    }
+    for v in 2 * pairs..n.div_ceil(16) {
+        let m = if v < full {
+            0xFFFF
+        } else {
+            (1u16 << (n % 16)) - 1
+        };
+        // SAFETY: the lanes of m at v * 16 are below n.
+        unsafe { step::<TI, TO, UNIFORM, W, 1>(&c, src, dst, v * 16, [m]) };
+    }
+}
+
+unsafe fn by_layout<const TI: u8, const TO: u8>(
+    pr: &Prepared,
+    src: *const u8,
+    dst: *mut u8,
+    n: usize,
+) {
+    // SAFETY: forwarded contract of `run`.
+    unsafe {
+        match (pr.uniform, reg_width(pr)) {
+            (true, 16) => kernel::<TI, TO, true, 16>(pr, src, dst, n),
+            (true, 32) => kernel::<TI, TO, true, 32>(pr, src, dst, n),
+            (true, 64) => kernel::<TI, TO, true, 64>(pr, src, dst, n),
+            (true, 128) => kernel::<TI, TO, true, 128>(pr, src, dst, n),
+            (true, 256) => kernel::<TI, TO, true, 256>(pr, src, dst, n),
+            (true, _) => kernel::<TI, TO, true, 0>(pr, src, dst, n),
+            (false, 16) => kernel::<TI, TO, false, 16>(pr, src, dst, n),
+            (false, 32) => kernel::<TI, TO, false, 32>(pr, src, dst, n),
+            (false, _) => kernel::<TI, TO, false, 64>(pr, src, dst, n),
+        }
+    }
+}
+
+/// Runs the AVX-512 kernel for element kinds `ti` → `to`.
+///
+/// # Safety
+/// [`available`] and [`covers`] must be true; `src` valid for `n` reads and `dst`
+/// for `n` writes of their kinds; the buffers do not overlap or are the same pointer.
+pub(crate) unsafe fn run(pr: &Prepared, ti: u8, to: u8, src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY: forwarded contract.
+    unsafe {
+        match (ti, to) {
+            (F32, F32) => by_layout::<F32, F32>(pr, src, dst, n),
+            (F32, F16) => by_layout::<F32, F16>(pr, src, dst, n),
+            (F32, _) => by_layout::<F32, BF16>(pr, src, dst, n),
+            (F16, F32) => by_layout::<F16, F32>(pr, src, dst, n),
+            (F16, F16) => by_layout::<F16, F16>(pr, src, dst, n),
+            (F16, _) => by_layout::<F16, BF16>(pr, src, dst, n),
+            (_, F32) => by_layout::<BF16, F32>(pr, src, dst, n),
+            (_, F16) => by_layout::<BF16, F16>(pr, src, dst, n),
+            (_, _) => by_layout::<BF16, BF16>(pr, src, dst, n),
+        }
+    }
+}
