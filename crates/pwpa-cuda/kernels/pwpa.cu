@@ -15,6 +15,7 @@
 //   REPL             interleaved copies of the records in shared memory (1, 2, 4, 8)
 //   ONESTEP          1: the lookup grid has at most one breakpoint per cell (no scan)
 //   CREPL            interleaved copies of the lookup cells in shared memory (1..16)
+//   GRID_ORD         1: lookup cells over ordered float keys (log-spaced breakpoints)
 //
 // The arithmetic is exactly pwpa's convention (crates/pwpa/src/table.rs): every
 // operation is an explicitly rounded intrinsic and the module is compiled with
@@ -40,7 +41,7 @@ struct Params {
     float lo;
     float hi;
     float inv;           // uniform: inv_step; arbitrary: lookup-grid inverse cell width
-    u32 pad;
+    u32 shift;           // GRID_ORD: log2 of the floats per lookup cell
     TailP lt, rt, lt2, rt2;
 };
 
@@ -161,14 +162,26 @@ __device__ __forceinline__ float horner_rec(const float4* rec, u32 i, float x) {
     return r;
 }
 
+// Ordered integer key of a float: monotone for non-NaN values, +-0 both 0 (the host's ord_key).
+__device__ __forceinline__ int ordkey(float x) {
+    int b = __float_as_int(x);
+    return b < 0 ? (int)(0x80000000u - (u32)b) : b;
+}
+
 __device__ __forceinline__ u32 piece_index(const Params& p, const uint2* cells, const float* bp, float x) {
 #if KIND == 0
     float u = __fmul_rn(__fsub_rn(x, p.lo), p.inv);
     return min(__float2uint_rz(u), p.P - 1u);
 #else
     // Cell entry: (start piece s, bits of b[s+1]); the first compare needs no second load.
+#if GRID_ORD
+    // Cells of 2^shift consecutive floats from b[0] (ordered keys; 0 at or below b[0]).
+    long long d = (long long)ordkey(x) - (long long)ordkey(p.lo);
+    u32 c = d <= 0 ? 0u : (u32)min((unsigned long long)(d >> p.shift), (unsigned long long)(p.G - 1u));
+#else
     float u = __fmul_rn(__fsub_rn(x, p.lo), p.inv);
     u32 c = min(__float2uint_rz(u), p.G - 1u);
+#endif
 #if SMEM_IDX
     uint2 e = cells[c * CREPL + (threadIdx.x & (CREPL - 1))];
 #else

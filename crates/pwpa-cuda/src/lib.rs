@@ -22,8 +22,9 @@ mod table;
 
 pub use error::{Error, Result};
 pub use table::{
-    grid_is_one_step, lookup_grid, lookup_grid_one_step, lookup_grid_with, result_table, CudaTable,
-    KernelChoice, KernelSpec, LaunchOptions, LUT_BLOCK, LUT_BYTES,
+    grid_is_one_step, lookup_grid, lookup_grid_one_step, lookup_grid_ord_one_step,
+    lookup_grid_with, ord_cell, ord_key, result_table, CudaTable, KernelChoice, KernelSpec,
+    LaunchOptions, LUT_BLOCK, LUT_BYTES,
 };
 
 use cudarc::driver::sys;

@@ -112,7 +112,8 @@ pub(crate) struct Params {
     lo: f32,
     hi: f32,
     inv: f32,
-    pad: u32,
+    /// Ordered-key lookup grid: log2 of the floats per cell.
+    shift: u32,
     lt: TailP,
     rt: TailP,
     lt2: TailP,
@@ -186,6 +187,8 @@ pub struct KernelSpec {
     pub repl: u32,
     /// Arbitrary breakpoints: the lookup grid is one-step (one compare, no scan).
     pub one_step: bool,
+    /// Arbitrary breakpoints: the lookup grid is over ordered float keys (log-like cells).
+    pub grid_ord: bool,
     /// Interleaved copies of the lookup cells in shared memory (1 to 16).
     pub crepl: u32,
 }
@@ -221,7 +224,7 @@ impl KernelSpec {
         let mut s = format!(
             "#define IN_T {}\n#define OUT_T {}\n#define DEG {}\n#define SL {}\n#define S {}\n#define KIND {}\n\
              #define LT {lt}\n#define RT {rt}\n#define LXD {lxd}\n#define RXD {rxd}\n#define SMEM_REC {}\n#define SMEM_IDX {}\n\
-             #define UNROLL {}\n#define BLOCK {}\n#define REPL {}\n#define ONESTEP {}\n#define CREPL {}\n",
+             #define UNROLL {}\n#define BLOCK {}\n#define REPL {}\n#define ONESTEP {}\n#define CREPL {}\n#define GRID_ORD {}\n",
             dcode(self.x_dtype),
             dcode(self.y_dtype),
             self.degree,
@@ -235,6 +238,7 @@ impl KernelSpec {
             self.repl,
             self.one_step as u32,
             self.crepl,
+            self.grid_ord as u32,
         );
         match self.fused {
             Some((d2, lt2, rt2, lxd2, rxd2)) => s.push_str(&format!(
@@ -289,6 +293,8 @@ pub struct CudaTable {
     inv: f32,
     /// The lookup grid is one-step (see [`grid_is_one_step`]).
     one_step: bool,
+    /// Ordered-key lookup grid with cells of 2^shift floats (else the uniform grid).
+    grid_shift: Option<u32>,
     tails: (u32, u32, u32, u32),
     lt: TailP,
     rt: TailP,
@@ -381,36 +387,86 @@ pub fn lookup_grid_with(points: &[f32], g: usize) -> (u32, f32, Vec<u32>) {
         inv = 0.0;
     }
     let cell = |x: f32| -> u32 { (((x - b0) * inv) as u32).min(g as u32 - 1) };
-    // Ordered integer view of f32 (monotone for non-NaN values).
-    let ord = |x: f32| -> i64 {
-        let b = x.to_bits() as i32;
-        (if b < 0 { i32::MIN - b } else { b }) as i64
-    };
-    let unord = |k: i64| -> f32 {
-        let k = k as i32;
-        f32::from_bits((if k < 0 { i32::MIN - k } else { k }) as u32)
-    };
-    let lo_k = ord(f32::NEG_INFINITY);
-    let hi_k = ord(f32::INFINITY);
+    (g as u32, inv, grid_cells(points, g, cell))
+}
+
+/// Ordered integer view of f32: monotone for non-NaN values (±0 both map to 0); the
+/// kernel's `ordkey`.
+pub fn ord_key(x: f32) -> i64 {
+    let b = x.to_bits() as i32;
+    (if b < 0 { i32::MIN - b } else { b }) as i64
+}
+
+fn unord_key(k: i64) -> f32 {
+    let k = k as i32;
+    f32::from_bits((if k < 0 { i32::MIN - k } else { k }) as u32)
+}
+
+/// Cell of `x` in the ordered-key grid with `g` cells of `2^shift` keys from `b0`: 0 at
+/// or below `b0`, else `min((ord(x) - ord(b0)) >> shift, g - 1)` (the kernel's rule).
+pub fn ord_cell(x: f32, b0: f32, shift: u32, g: u32) -> u32 {
+    let d = ord_key(x) - ord_key(b0);
+    if d <= 0 {
+        0
+    } else {
+        ((d >> shift) as u64).min(g as u64 - 1) as u32
+    }
+}
+
+/// The ordered-key lookup grid: cells of `2^shift` consecutive f32 values from `b_0`, so
+/// that cells are narrow where floats are dense (near 0) and wide where they are sparse
+/// (log-spaced breakpoints, as in reciprocal, rsqrt or log tables). Returns the coarsest
+/// one-step grid with at most max(8P, 16384) cells (at most 2^16), if any.
+pub fn lookup_grid_ord_one_step(points: &[f32]) -> Option<(u32, u32, Vec<u32>)> {
+    let p = points.len() - 1;
+    let b0 = points[0];
+    let span = ord_key(points[p]) - ord_key(b0);
+    if span <= 0 {
+        return None;
+    }
+    let limit = ((8 * p).max(16384)).min(1 << 16) as i64;
+    for shift in (0..32u32).rev() {
+        let g = (span >> shift) + 1;
+        if g < 2 {
+            continue;
+        }
+        if g > limit {
+            break;
+        }
+        let g = g as u32;
+        let cells = grid_cells(points, g as usize, |x| ord_cell(x, b0, shift, g));
+        if grid_is_one_step(p, &cells) {
+            return Some((g, shift, cells));
+        }
+    }
+    None
+}
+
+/// Start pieces of `g` cells under a monotone cell function: cell `c`'s entry is the
+/// piece of the largest x whose cell is below `c` (a lower bound of every x in `c`).
+fn grid_cells(points: &[f32], g: usize, cell: impl Fn(f32) -> u32) -> Vec<u32> {
+    let p = points.len() - 1;
+    let lo_k = ord_key(f32::NEG_INFINITY);
+    let hi_k = ord_key(f32::INFINITY);
     let mut cells = vec![0u32; g];
     for (c, slot) in cells.iter_mut().enumerate().skip(1) {
         // Largest x with cell(x) < c (cell is monotone in x).
         let (mut a, mut b) = (lo_k, hi_k); // cell(unord(a)) < c <= cell(unord(b)) invariant
-        if cell(unord(b)) < c as u32 {
+        if cell(unord_key(b)) < c as u32 {
             *slot = (p - 1) as u32;
             continue;
         }
         while b - a > 1 {
             let m = a + (b - a) / 2;
-            if cell(unord(m)) < c as u32 {
+            if cell(unord_key(m)) < c as u32 {
                 a = m;
             } else {
                 b = m;
             }
         }
-        *slot = arbitrary_index(points, unord(a)) as u32;
+        *slot = arbitrary_index(points, unord_key(a)) as u32;
     }
-    (g as u32, inv, cells)
+    cells
 }
 
 /// The kernel's cell entries: (start piece s, bit pattern of breakpoint s+1), with a NaN
@@ -480,15 +536,19 @@ impl CudaTable {
         let rec8 =
             DeviceBuffer::from_slice(backend, &records(slot_stride(d as u32, 8) as usize * 4))?;
         let mut one_step = false;
+        let mut grid_shift = None;
         let (bp, cells, g, inv) = match table.breakpoints() {
             Breakpoints::Uniform { .. } => (None, None, 0, table.breakpoints().inv_step()),
             Breakpoints::Arbitrary(points) => {
-                let (g, inv, cells) = match lookup_grid_one_step(points) {
-                    Some(grid) => {
-                        one_step = true;
-                        grid
-                    }
-                    None => lookup_grid(points),
+                let (g, inv, cells) = if let Some(grid) = lookup_grid_one_step(points) {
+                    one_step = true;
+                    grid
+                } else if let Some((g, shift, cells)) = lookup_grid_ord_one_step(points) {
+                    one_step = true;
+                    grid_shift = Some(shift);
+                    (g, 0.0, cells)
+                } else {
+                    lookup_grid(points)
                 };
                 (
                     Some(DeviceBuffer::from_slice(backend, points)?),
@@ -513,6 +573,7 @@ impl CudaTable {
             g,
             inv,
             one_step,
+            grid_shift,
             tails: (lt, rt, lxd, rxd),
             lt: ltp,
             rt: rtp,
@@ -680,6 +741,7 @@ impl CudaTable {
                 block,
                 repl: if smem_rec { repl } else { 1 },
                 one_step: self.one_step,
+                grid_ord: self.grid_shift.is_some(),
                 crepl,
             },
             smem,
@@ -698,7 +760,7 @@ impl CudaTable {
             lo: b.lo(),
             hi: b.hi(),
             inv: self.inv,
-            pad: 0,
+            shift: self.grid_shift.unwrap_or(0),
             lt: self.lt,
             rt: self.rt,
             lt2: deriv.map(|d| d.lt).unwrap_or_default(),

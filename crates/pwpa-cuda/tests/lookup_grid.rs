@@ -188,3 +188,62 @@ fn one_step_grid_gives_the_index_rule() {
     ];
     assert!(pwpa_cuda::lookup_grid_one_step(&gelu).is_some());
 }
+
+/// The ordered-key grid (cells of 2^shift consecutive floats) is accepted for log-spaced
+/// breakpoints, where the uniform one-step grid is not, and gives exactly the index rule.
+#[test]
+fn ordered_key_grid_gives_the_index_rule_on_log_spaced_points() {
+    let mut s = 0x5EED_1234_0BAD_F00Du64;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    for case in 0..24 {
+        let p = 2 + (next() % 200) as usize;
+        let (a, z) = (
+            2f64.powi(-(1 + (next() % 12) as i32)),
+            2f64.powi(1 + (next() % 8) as i32),
+        );
+        let mut pts: Vec<f32> = (0..=p)
+            .map(|i| (a * (z / a).powf(i as f64 / p as f64)) as f32)
+            .collect();
+        if case % 2 == 1 {
+            let mut neg: Vec<f32> = pts.iter().rev().map(|&v| -v).collect();
+            neg.extend(pts.iter().skip(1));
+            pts = neg;
+        }
+        pts.dedup();
+        let np = pts.len() - 1;
+        let (g, shift, cells) = pwpa_cuda::lookup_grid_ord_one_step(&pts)
+            .unwrap_or_else(|| panic!("case {case}: no ordered-key one-step grid"));
+        assert!(pwpa_cuda::grid_is_one_step(np, &cells));
+        let mut xs: Vec<f32> = Vec::new();
+        for &b in &pts {
+            for d in -3i32..=3 {
+                xs.push(f32::from_bits(b.to_bits().wrapping_add_signed(d)));
+            }
+        }
+        for _ in 0..4000 {
+            xs.push(f32::from_bits(next() as u32));
+        }
+        xs.extend([
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            0.0,
+            -0.0,
+            f32::MAX,
+            -f32::MAX,
+        ]);
+        for x in xs.into_iter().filter(|x| !x.is_nan()) {
+            let s0 = cells[pwpa_cuda::ord_cell(x, pts[0], shift, g) as usize] as usize;
+            let i = if s0 + 1 < np && x >= pts[s0 + 1] {
+                s0 + 1
+            } else {
+                s0
+            };
+            assert_eq!(i, arbitrary_index(&pts, x), "x = {x:e}, case {case}");
+        }
+    }
+}

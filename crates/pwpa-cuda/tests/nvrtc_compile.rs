@@ -66,6 +66,7 @@ fn every_specialisation_compiles_for_sm90() {
                                 block: 256,
                                 repl: [1, 2, 4, 8][k % 4],
                                 one_step: arbitrary && k % 2 == 0,
+                                grid_ord: arbitrary && k % 4 == 0,
                                 crepl: [1, 16, 4][k % 3],
                             };
                             let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)

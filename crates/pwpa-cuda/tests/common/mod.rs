@@ -84,7 +84,24 @@ pub fn random_table(
 ) -> Table {
     let lo = r.range(-10.0, 0.0) as f32;
     let hi = lo + r.range(0.5, 20.0) as f32;
-    let b = if arbitrary {
+    let b = if arbitrary && r.below(3) == 0 {
+        // Log-spaced points (as reciprocal, rsqrt and log tables have): the ordered-key
+        // lookup grid; sometimes mirrored around 0.
+        let (a, z) = (
+            2f64.powi(-(1 + r.below(12) as i32)),
+            2f64.powi(1 + r.below(8) as i32),
+        );
+        let mut pts: Vec<f32> = (0..=p)
+            .map(|i| (a * (z / a).powf(i as f64 / p as f64)) as f32)
+            .collect();
+        if r.below(2) == 0 {
+            let mut neg: Vec<f32> = pts.iter().rev().map(|&v| -v).collect();
+            neg.extend(pts.iter().skip(1));
+            pts = neg;
+        }
+        pts.dedup();
+        Breakpoints::arbitrary(pts).unwrap()
+    } else if arbitrary {
         // Clustered points: a warped grid, so cells of the lookup grid hold several breakpoints.
         let mut pts: Vec<f32> = (0..=p)
             .map(|i| {
