@@ -424,7 +424,7 @@ pub fn lookup_grid_ord_one_step(points: &[f32]) -> Option<(u32, u32, Vec<u32>)> 
     if span <= 0 {
         return None;
     }
-    let limit = ((8 * p).max(16384)).min(1 << 16) as i64;
+    let limit = (8 * p).clamp(16384, 1 << 16) as i64;
     for shift in (0..32u32).rev() {
         let g = (span >> shift) + 1;
         if g < 2 {
