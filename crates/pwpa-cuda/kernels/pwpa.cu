@@ -206,6 +206,8 @@ __device__ __forceinline__ u32 piece_index(const Params& p, const uint2* cells, 
 #endif
 }
 
+#define TXD ((LXD) > (RXD) ? (LXD) : (RXD))
+
 struct Tab {
     const float4* rec;
     const float4* rec2;
@@ -218,8 +220,27 @@ __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x
     float r = horner_rec<DEG, SL, S>(tb.rec, i, x);
     bool left = x < p.lo;
     bool right = x > p.hi;
+#if LT == 3 && RT == 3
+    // Exp2 tails on both sides: one exp2 sequence with each lane's own side's parameters,
+    // so a warp with lanes in both tails runs it once (the same operations per lane as
+    // exp2_tail: steps past a side's coefficient count leave q unchanged).
+    if (left || right) {
+        float t = __fsub_rn(x, left ? p.lt.b : p.rt.b);
+        float q = left ? p.lt.c[0] : p.rt.c[0];
+#pragma unroll
+        for (int k = 1; k < TXD; ++k) {
+            const bool use = left ? (k < LXD) : (k < RXD);
+            const float ck = left ? p.lt.c[k < LXD ? k : 0] : p.rt.c[k < RXD ? k : 0];
+            const float qn = __fmaf_rn(q, t, ck);
+            q = use ? qn : q;
+        }
+        const float v = pwpa_exp2(q);
+        r = ((left ? p.lt.a : p.rt.a) != 0.0f) ? -v : v;
+    }
+#else
     if (left) r = apply_tail<LT, LXD>(p.lt, x, r);
     if (right) r = apply_tail<RT, RXD>(p.rt, x, r);
+#endif
     if (x != x) r = x;  // NaN in, NaN out (also for degree 0, where Horner never touches x)
     y = r;
 #if FUSED
