@@ -16,7 +16,7 @@
 //!   `exp2_f32` vectorised step for step, only when a vector has such a lane);
 //! - the last `n % 16` elements use masked loads and stores.
 //!
-//! Arbitrary breakpoints with P > [`MAX_SEARCH`] run the AVX2 kernel (see [`covers`]).
+//! Arbitrary breakpoints with P > [`MAX_SEARCH`] use the lookup grid per lane (see [`covers`]).
 //! Gathers (`vgatherdps`) were measured 1.3–3× slower than these on the development
 //! machine (a VM, presumably with microcoded gathers) and are not used.
 
@@ -50,12 +50,14 @@ fn reg_width(pr: &Prepared) -> usize {
     }
 }
 
-/// Whether the AVX-512 kernel handles this table (otherwise the AVX2 kernel runs):
-/// uniform breakpoints (any P), arbitrary ones with P ≤ [`MAX_SEARCH`]. (For larger
-/// arbitrary tables a per-lane lookup grid, or a search over 128 or 256 entries,
-/// measured no faster than the AVX2 kernel.)
+/// Whether the AVX-512 kernel handles this table: every table. Arbitrary breakpoints
+/// with P ≤ [`MAX_SEARCH`] are searched in registers; larger arbitrary tables take the
+/// lookup grid's cell in SIMD and the piece per lane (as the AVX2 kernel), with the
+/// tails in SIMD (the AVX2 kernel evaluates tail lanes with the scalar oracle: 3.5×
+/// slower on log's 256-piece table with half of the inputs in the left tail).
 pub(crate) fn covers(pr: &Prepared) -> bool {
-    pr.uniform || (pr.w16 > 0 && pr.w16 <= MAX_SEARCH)
+    let _ = pr;
+    true
 }
 
 /// Columns `8*blk .. 8*blk+8` of the rows at `offs` (one per lane), as eight
@@ -179,6 +181,9 @@ unsafe fn rows_horner(c: &Ctx<'_>, offs: &[u32; 16], xp: __m512) -> __m512 {
 
 /// Loop invariants of one kernel call.
 struct Ctx<'a> {
+    pr: &'a Prepared,
+    ginv: __m512,
+    gmax: __m512,
     lo: __m512,
     hi: __m512,
     inv: __m512,
@@ -463,6 +468,29 @@ unsafe fn step<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize, 
             idx[v] = _mm512_cvttps_epi32(_mm512_min_ps(u, c.pmax));
         }
         idx
+    } else if W == 0 {
+        // Arbitrary breakpoints with P > MAX_SEARCH: the lookup grid's cell in SIMD, the
+        // piece within the cell per lane (one compare, or a short scan in cells that
+        // hold several breakpoints).
+        let mut idx = [_mm512_setzero_si512(); K];
+        for v in 0..K {
+            let u = _mm512_mul_ps(_mm512_sub_ps(xs[v], c.lo), c.ginv);
+            let cell = _mm512_cvttps_epi32(_mm512_min_ps(u, c.gmax));
+            let mut ca = [0i32; 16];
+            let mut xa = [0f32; 16];
+            let mut ia = [0i32; 16];
+            // SAFETY: 16-element stack arrays.
+            unsafe {
+                _mm512_storeu_si512(ca.as_mut_ptr() as *mut __m512i, cell);
+                _mm512_storeu_ps(xa.as_mut_ptr(), xs[v]);
+            }
+            for l in 0..16 {
+                ia[l] = c.pr.index_in_cell(ca[l] as usize, xa[l]) as i32;
+            }
+            // SAFETY: as above.
+            idx[v] = unsafe { _mm512_loadu_si512(ia.as_ptr() as *const __m512i) };
+        }
+        idx
     } else {
         // SAFETY: the search tables are those of a W-entry list.
         unsafe { search::<W, K>(c.search, &xs) }
@@ -525,6 +553,9 @@ unsafe fn kernel<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize
     n: usize,
 ) {
     let c = Ctx {
+        pr,
+        ginv: _mm512_set1_ps(pr.g_inv),
+        gmax: _mm512_set1_ps(pr.g_max_f),
         lo: _mm512_set1_ps(pr.lo),
         hi: _mm512_set1_ps(pr.hi),
         inv: _mm512_set1_ps(pr.inv_step),
@@ -574,6 +605,7 @@ unsafe fn by_layout<const TI: u8, const TO: u8>(
             (true, 128) => kernel::<TI, TO, true, 128>(pr, src, dst, n),
             (true, 256) => kernel::<TI, TO, true, 256>(pr, src, dst, n),
             (true, _) => kernel::<TI, TO, true, 0>(pr, src, dst, n),
+            (false, 0) => kernel::<TI, TO, false, 0>(pr, src, dst, n),
             (false, 16) => kernel::<TI, TO, false, 16>(pr, src, dst, n),
             (false, 32) => kernel::<TI, TO, false, 32>(pr, src, dst, n),
             (false, _) => kernel::<TI, TO, false, 64>(pr, src, dst, n),
