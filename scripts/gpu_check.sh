@@ -7,7 +7,8 @@
 #   there: `bash .gpu/run.sh` runs the GPU tests (incl. the 10^8-input and 2^31-element
 #     tests), compute-sanitizer memcheck and racecheck over the GPU tests (quick mode),
 #     the benchmarks (sweep, study, catalogue functions), the Python GPU tests if
-#     .gpu/python/run_gpu_tests.sh exists, writes logs/CSVs to $OUT and a short table last.
+#     .gpu/python/run_gpu_tests.sh exists, writes logs/CSVs to $OUT and a short table last;
+#   or `bash .gpu/all.sh`: the PyTorch GPU benchmark (bench/torch_bench.py) first, then the above.
 # Usage: scripts/gpu_check.sh [DEST]   (DEST defaults to /work/main/.gpu)
 # Run it in a tree where `pwpa bench` is wired (main after the merge). On 2026-11-22 it was
 # run from an integrated copy: main@45274dc with crates/pwpa-cuda and bench.rs of branch cuda.
@@ -31,6 +32,8 @@ for t in "${TESTS[@]}"; do
 done
 strip "$DEST"/pwpa "$DEST"/test-* 2>/dev/null || true
 cp scripts/gpu_run.sh "$DEST/run.sh"
+cp scripts/gpu_all.sh "$DEST/all.sh"
+cp scripts/gpu_torch_bench.sh "$DEST/torch_bench.sh"
 # The Python package with CUDA support, for the Python GPU tests on the device.
 if [ -f bindings/python/build_gpu_wheel.sh ]; then
   bash bindings/python/build_gpu_wheel.sh >/dev/null
@@ -40,7 +43,11 @@ if [ -f bindings/python/build_gpu_wheel.sh ]; then
 fi
 du -sh "$DEST"
 echo
-echo "Device invocation (tool 'run'):"
+echo "Device invocation (tool 'run'), GPU check only:"
 echo "  command: bash .gpu/run.sh"
 echo "  carry:   [\".gpu\"]"
+echo "  timeout_s: 600"
+echo "Or the PyTorch GPU benchmark first, then the GPU check (about 8 minutes on an H100):"
+echo "  command: bash .gpu/all.sh"
+echo "  carry:   [\".gpu\", \".gpu-tables\"]   (.gpu-tables optional: pwpa fit F --exact bf16 --exp-tails -o .gpu-tables/F.json)"
 echo "  timeout_s: 600"
