@@ -712,12 +712,15 @@ impl CudaTable {
         // against 256 and 512 and a shared-memory-based choice: never slower, up to 1.5x
         // faster for tables with large records (fewer, larger tiles; all of a
         // multiprocessor's threads in one block that stages the table once).
-        // PWPA_CUDA_BLOCK overrides (tuning).
-        let block = std::env::var("PWPA_CUDA_BLOCK")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|b| [256u32, 512, 1024].contains(b))
-            .unwrap_or(1024);
+        // PWPA_CUDA_BLOCK overrides (tuning; read once per process, not per launch).
+        static BLOCK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+        let block = *BLOCK.get_or_init(|| {
+            std::env::var("PWPA_CUDA_BLOCK")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|b| [256u32, 512, 1024].contains(b))
+                .unwrap_or(1024)
+        });
         let fused = deriv.map(|d| {
             (
                 d.table.degree() as u32,
@@ -953,17 +956,8 @@ impl CudaTable {
         };
         let nscalar = n as u64 - ve * nchunks;
         let block = spec.block;
-        let per_sm = match self.opts.blocks_per_sm {
-            0 => self.backend.occupancy(f, block, smem),
-            b => b.min(self.backend.occupancy(f, block, smem)),
-        };
-        let full = per_sm as u64 * self.backend.multiprocessors() as u64;
-        let ntiles = nchunks.div_ceil(spec.unroll as u64 * block as u64);
-        let grid = ntiles
-            .max(nscalar.div_ceil(block as u64))
-            .clamp(1, full.max(1));
-        let mut pctr = self.tickets(ntiles, grid, stream)?;
-        let grid = grid as u32;
+        let (grid, mut pctr) =
+            self.grid_and_tickets(f, block, smem, spec.unroll, nchunks, nscalar, stream)?;
         let mut params = self.params(deriv, spec.repl);
         let (mut px, mut py, mut pdy, mut pn, mut pv, mut pc) = (x, y, dy, n as u64, vbeg, nchunks);
         let mut args: [*mut std::ffi::c_void; 8] = [
@@ -1001,15 +995,36 @@ impl CudaTable {
         Ok(f)
     }
 
-    /// The stream's tile-ticket counter for a launch of `ntiles` tiles on `grid` blocks
-    /// (the kernels count tickets in 32 bits).
-    fn tickets(&self, ntiles: u64, grid: u64, stream: u64) -> Result<u64> {
+    /// Grid size and the stream's tile-ticket counter for a streaming launch of `f`:
+    /// as many blocks as are resident at once (capped by `blocks_per_sm`), but no more
+    /// than there are tiles of `unroll * block` chunks or `block`-element runs of scalar
+    /// elements. The kernels count tickets in 32 bits.
+    #[allow(clippy::too_many_arguments)]
+    fn grid_and_tickets(
+        &self,
+        f: sys::CUfunction,
+        block: u32,
+        smem: usize,
+        unroll: u32,
+        nchunks: u64,
+        nscalar: u64,
+        stream: u64,
+    ) -> Result<(u32, u64)> {
+        let per_sm = match self.opts.blocks_per_sm {
+            0 => self.backend.occupancy(f, block, smem),
+            b => b.min(self.backend.occupancy(f, block, smem)),
+        };
+        let full = per_sm as u64 * self.backend.multiprocessors() as u64;
+        let ntiles = nchunks.div_ceil(unroll as u64 * block as u64);
+        let grid = ntiles
+            .max(nscalar.div_ceil(block as u64))
+            .clamp(1, full.max(1));
         if ntiles + grid > u32::MAX as u64 {
             return Err(Error::TooLarge(format!(
                 "{ntiles} tiles of 16-byte chunks in one launch (the kernels count tiles in 32 bits)"
             )));
         }
-        self.backend.ticket_counter(stream)
+        Ok((grid as u32, self.backend.ticket_counter(stream)?))
     }
 
     /// The result-table launch (pointers already checked by `launch_eval`).
@@ -1033,17 +1048,8 @@ impl CudaTable {
             (0, 0)
         };
         let nscalar = n as u64 - 8 * nchunks;
-        let per_sm = match self.opts.blocks_per_sm {
-            0 => self.backend.occupancy(f, LUT_BLOCK, LUT_BYTES),
-            b => b.min(self.backend.occupancy(f, LUT_BLOCK, LUT_BYTES)),
-        };
-        let full = per_sm as u64 * self.backend.multiprocessors() as u64;
-        let ntiles = nchunks.div_ceil(unroll as u64 * LUT_BLOCK as u64);
-        let grid = ntiles
-            .max(nscalar.div_ceil(LUT_BLOCK as u64))
-            .clamp(1, full.max(1));
-        let mut pctr = self.tickets(ntiles, grid, stream)?;
-        let grid = grid as u32;
+        let (grid, mut pctr) =
+            self.grid_and_tickets(f, LUT_BLOCK, LUT_BYTES, unroll, nchunks, nscalar, stream)?;
         let (mut px, mut py, mut pl, mut pn, mut pv, mut pc) = (x, y, lut, n as u64, vbeg, nchunks);
         let mut args: [*mut std::ffi::c_void; 7] = [
             &mut px as *mut _ as *mut _,

@@ -3,19 +3,33 @@
 
 use pwpa::table::arbitrary_index;
 
+/// A xorshift64 stream (deterministic test inputs).
+fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    }
+}
+
+/// The kernels' one-step rule: the cell's start piece, plus one when x >= b[s+1] (the
+/// last piece has no successor).
+fn one_step_index(pts: &[f32], s0: usize, x: f32) -> usize {
+    if s0 + 2 < pts.len() && x >= pts[s0 + 1] {
+        s0 + 1
+    } else {
+        s0
+    }
+}
+
 fn cell(x: f32, b0: f32, inv: f32, g: u32) -> u32 {
     (((x - b0) * inv) as u32).min(g - 1)
 }
 
 #[test]
 fn scan_from_the_cell_gives_the_index_rule() {
-    let mut s = 0x1234_5678_9ABC_DEF0u64;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
+    let mut next = xorshift(0x1234_5678_9ABC_DEF0u64);
     for case in 0..40 {
         let p = 1 + (next() % 300) as usize;
         let mut pts: Vec<f32> = (0..=p)
@@ -65,13 +79,7 @@ fn scan_from_the_cell_gives_the_index_rule() {
 /// typical tables (fitted activations, the benchmark's warped breakpoints).
 #[test]
 fn one_step_grid_gives_the_index_rule() {
-    let mut s = 0x0DDB_A11C_0FFE_E123u64;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
+    let mut next = xorshift(0x0DDB_A11C_0FFE_E123u64);
     let mut accepted = 0;
     for case in 0..60 {
         let p = 1 + (next() % 300) as usize;
@@ -116,12 +124,7 @@ fn one_step_grid_gives_the_index_rule() {
         ]);
         for x in xs.into_iter().filter(|x| !x.is_nan()) {
             let s0 = cells[cell(x, pts[0], inv, g) as usize] as usize;
-            // The kernel: s + (x >= b[s+1]), with no successor for the last piece.
-            let i = if s0 + 1 < np && x >= pts[s0 + 1] {
-                s0 + 1
-            } else {
-                s0
-            };
+            let i = one_step_index(&pts, s0, x);
             assert_eq!(i, arbitrary_index(&pts, x), "x = {x:e}, case {case}");
         }
     }
@@ -193,13 +196,7 @@ fn one_step_grid_gives_the_index_rule() {
 /// breakpoints, where the uniform one-step grid is not, and gives exactly the index rule.
 #[test]
 fn ordered_key_grid_gives_the_index_rule_on_log_spaced_points() {
-    let mut s = 0x5EED_1234_0BAD_F00Du64;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
+    let mut next = xorshift(0x5EED_1234_0BAD_F00Du64);
     for case in 0..24 {
         let p = 2 + (next() % 200) as usize;
         let (a, z) = (
@@ -238,11 +235,7 @@ fn ordered_key_grid_gives_the_index_rule_on_log_spaced_points() {
         ]);
         for x in xs.into_iter().filter(|x| !x.is_nan()) {
             let s0 = cells[pwpa_cuda::ord_cell(x, pts[0], shift, g) as usize] as usize;
-            let i = if s0 + 1 < np && x >= pts[s0 + 1] {
-                s0 + 1
-            } else {
-                s0
-            };
+            let i = one_step_index(&pts, s0, x);
             assert_eq!(i, arbitrary_index(&pts, x), "x = {x:e}, case {case}");
         }
     }

@@ -16,7 +16,7 @@
 //!   `exp2_f32` vectorised step for step, only when a vector has such a lane);
 //! - the last `n % 16` elements use masked loads and stores.
 //!
-//! Arbitrary breakpoints with P > [`MAX_SEARCH`] use the lookup grid per lane (see [`covers`]).
+//! Arbitrary breakpoints with P > [`MAX_SEARCH`] use the lookup grid per lane (a scalar piece search per lane, SIMD tails).
 //! Gathers (`vgatherdps`) were measured 1.3–3× slower than these on the development
 //! machine (a VM, presumably with microcoded gathers) and are not used.
 
@@ -48,16 +48,6 @@ fn reg_width(pr: &Prepared) -> usize {
     } else {
         0
     }
-}
-
-/// Whether the AVX-512 kernel handles this table: every table. Arbitrary breakpoints
-/// with P ≤ [`MAX_SEARCH`] are searched in registers; larger arbitrary tables take the
-/// lookup grid's cell in SIMD and the piece per lane (as the AVX2 kernel), with the
-/// tails in SIMD (the AVX2 kernel evaluates tail lanes with the scalar oracle: 3.5×
-/// slower on log's 256-piece table with half of the inputs in the left tail).
-pub(crate) fn covers(pr: &Prepared) -> bool {
-    let _ = pr;
-    true
 }
 
 /// Columns `8*blk .. 8*blk+8` of the rows at `offs` (one per lane), as eight
@@ -543,7 +533,7 @@ unsafe fn step<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize, 
 /// The kernel: `n` elements from `src` (kind TI) to `dst` (kind TO).
 ///
 /// # Safety
-/// [`available`] and [`covers`] must be true; `src` valid for `n` reads and `dst`
+/// [`available`] must be true; `src` valid for `n` reads and `dst`
 /// for `n` writes of their kinds; the buffers do not overlap or are the same pointer.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
 unsafe fn kernel<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize>(
@@ -616,7 +606,7 @@ unsafe fn by_layout<const TI: u8, const TO: u8>(
 /// Runs the AVX-512 kernel for element kinds `ti` → `to`.
 ///
 /// # Safety
-/// [`available`] and [`covers`] must be true; `src` valid for `n` reads and `dst`
+/// [`available`] must be true; `src` valid for `n` reads and `dst`
 /// for `n` writes of their kinds; the buffers do not overlap or are the same pointer.
 pub(crate) unsafe fn run(pr: &Prepared, ti: u8, to: u8, src: *const u8, dst: *mut u8, n: usize) {
     // SAFETY: forwarded contract.

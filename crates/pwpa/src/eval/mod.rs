@@ -344,8 +344,8 @@ impl Evaluator {
         #[cfg(target_arch = "x86_64")]
         if self.backend != Backend::Portable {
             if let (Some(ti), Some(to)) = (kind::<T>(), kind::<U>()) {
-                if self.backend == Backend::Avx512 && avx512::covers(&self.prepared) {
-                    // SAFETY: as below; the table is one the kernel covers.
+                if self.backend == Backend::Avx512 {
+                    // SAFETY: as below (the AVX-512 kernel handles every table).
                     unsafe {
                         avx512::run(&self.prepared, ti, to, src as *const u8, dst as *mut u8, n)
                     };
