@@ -352,6 +352,31 @@ pub fn exp2_f32(p: f32) -> f32 {
     }
 }
 
+/// The CUDA kernels' branch-free form of [`exp2_f32`] (`pwpa_exp2` in pwpa.cu): p
+/// clamped to [−151, 128], n from the magic-number addition, 2^n applied as two
+/// normal power-of-two factors (the first product exact, the second rounding once).
+/// The same value as [`exp2_f32`] for every input (checked in the tests); kept here so
+/// that the GPU's algorithm is tested where it is cheap to sweep.
+#[doc(hidden)]
+pub fn exp2_two_scale(p: f32) -> f32 {
+    if p.is_nan() {
+        return f32::NAN;
+    }
+    let p = p.clamp(-151.0, 128.0);
+    let big = p + 12_582_912.0;
+    let n = big - 12_582_912.0;
+    let f = p - n;
+    let mut r = f32::from_bits(EXP2_POLY_BITS[0]);
+    for &c in &EXP2_POLY_BITS[1..] {
+        r = r.mul_add(f, f32::from_bits(c));
+    }
+    let ni = big.to_bits().wrapping_sub(0x4B40_0000) as i32;
+    let h = ni >> 1;
+    let s1 = f32::from_bits(((h + 127) << 23) as u32);
+    let s2 = f32::from_bits(((ni - h + 127) << 23) as u32);
+    r * s1 * s2
+}
+
 /// Horner with FMA, highest power first.
 #[inline(always)]
 pub fn horner(coeffs: &[f32], t: f32) -> f32 {
@@ -619,6 +644,16 @@ impl Table {
         U::from_f32(self.eval_f32(x.to_f32()))
     }
 
+    /// The oracle of the backward pass through a derivative table: `g · self(x)`,
+    /// with the table evaluated in f32, the product rounded in f32 and then once to
+    /// `G` (NaN as the canonical NaN). With `self` = f′ (see [`Table::derivative`])
+    /// this is f's vector-Jacobian product; the fast paths
+    /// ([`crate::eval::Evaluator::grad_mul`], the CUDA kernel) match it bit for bit.
+    #[inline]
+    pub fn grad_mul<T: crate::Element, G: crate::Element>(&self, x: T, g: G) -> G {
+        G::from_f32(g.to_f32() * self.eval_f32(x.to_f32()))
+    }
+
     /// Evaluates a slice with the oracle (slow, for tests and references).
     pub fn eval_reference<T: crate::Element, U: crate::Element>(
         &self,
@@ -756,6 +791,36 @@ pub fn shift_poly_f64(coeffs: &[f32], shift: f64) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The GPU's exp2 (`exp2_two_scale`) against the CPU recipe: every f32 in a
+    /// stride-61 sweep of all bit patterns (all of them once by hand, 2026-11-22), and every float around the rounding and
+    /// range boundaries (±0.5 steps, −126..−149 subnormal onsets, 127.5..128, −150..−151).
+    #[test]
+    fn gpu_exp2_form_equals_exp2_f32() {
+        let same = |p: f32| {
+            let (a, b) = (exp2_f32(p), exp2_two_scale(p));
+            assert!(
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                "p = {p:e} ({:#x}): {a:e} vs {b:e}",
+                p.to_bits()
+            );
+        };
+        let mut b = 0u32;
+        loop {
+            same(f32::from_bits(b));
+            match b.checked_add(61) {
+                Some(n) => b = n,
+                None => break,
+            }
+        }
+        for k in -310..=260 {
+            let c = k as f32 * 0.5;
+            let cb = c.to_bits() as i64;
+            for d in -4000..=4000i64 {
+                same(f32::from_bits((cb + d).clamp(0, u32::MAX as i64) as u32));
+            }
+        }
+    }
 
     fn table(b: Breakpoints, degree: usize) -> Table {
         let p = b.partitions();

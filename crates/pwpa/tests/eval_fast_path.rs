@@ -500,3 +500,82 @@ fn backend_selection() {
         assert_eq!(Backend::Avx512.available(), has512);
     }
 }
+
+/// `grad_mul` (the fused backward pass) against its oracle, bitwise, for one (T, G).
+fn check_grad<T: Element, G: Element>(
+    ev: &Evaluator,
+    table: &Table,
+    xs: &[T],
+    gs: &[G],
+) -> Result<(), String> {
+    let mut out = vec![G::from_f32(0.0); xs.len()];
+    ev.grad_mul(xs, gs, &mut out).map_err(|e| e.to_string())?;
+    let mut inplace = gs.to_vec();
+    ev.grad_mul_in_place(xs, &mut inplace)
+        .map_err(|e| e.to_string())?;
+    for (j, ((&x, &g), (&y, &z))) in xs.iter().zip(gs).zip(out.iter().zip(&inplace)).enumerate() {
+        // Independent of `Table::grad_mul`: the product written out here.
+        let want = G::from_f32(g.to_f32() * table.eval_f32(x.to_f32()));
+        assert_eq!(
+            table.grad_mul::<T, G>(x, g).to_bits_u32(),
+            want.to_bits_u32()
+        );
+        if want.to_bits_u32() != y.to_bits_u32() || want.to_bits_u32() != z.to_bits_u32() {
+            return Err(format!(
+                "{:?} {:?} grad {:?} at {j}: x={x:?} g={g:?} got {y:?} / in place {z:?}, want {want:?}",
+                ev.backend(),
+                T::DTYPE,
+                G::DTYPE
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn random_grads<G: Element>(rng: &mut StdRng, n: usize) -> Vec<G> {
+    (0..n)
+        .map(|k| match k % 50 {
+            0 => G::from_f32(f32::NAN),
+            1 => G::from_f32(f32::INFINITY),
+            2 => G::from_f32(-0.0),
+            3 => G::from_f32(1e-40),
+            4 => G::from_f32(f32::from_bits(rng.random())),
+            _ => G::from_f32(rng.random_range(-4.0f32..4.0)),
+        })
+        .collect()
+}
+
+/// The fused backward pass on random tables, every kernel, every (x, grad) type pair,
+/// out of place and in place, sequential and through rayon (an input past the
+/// 16-bit result-table threshold included).
+#[test]
+fn grad_mul_equals_oracle() {
+    let tables = [
+        random_table(21, 48, 2, true),
+        random_table(22, 300, 5, false),
+        random_table(23, 7, 0, false),
+        random_table(24, 4096, 3, true),
+    ];
+    let mut rng = StdRng::seed_from_u64(0x9a7d);
+    for t in &tables {
+        let mut xs = interesting_inputs(t, &mut rng, 2000);
+        // Long enough for rayon and the 16-bit result tables.
+        while xs.len() < 70_001 {
+            let k = xs.len() % 2001;
+            xs.push(xs[k] * 1.0001);
+        }
+        let x16: Vec<f16> = xs.iter().map(|&x| f16::from_f32(x)).collect();
+        let xb: Vec<bf16> = xs.iter().map(|&x| bf16::from_f32(x)).collect();
+        let g32: Vec<f32> = random_grads(&mut rng, xs.len());
+        let g16: Vec<f16> = random_grads(&mut rng, xs.len());
+        let gb: Vec<bf16> = random_grads(&mut rng, xs.len());
+        for ev in evaluators(t, &[Parallelism::Sequential, Parallelism::Rayon]) {
+            check_grad(&ev, t, &xs, &g32).unwrap();
+            check_grad(&ev, t, &xs, &gb).unwrap();
+            check_grad(&ev, t, &x16, &g16).unwrap();
+            check_grad(&ev, t, &xb, &gb).unwrap();
+            check_grad(&ev, t, &xb, &g32).unwrap();
+            check_grad(&ev, t, &x16, &g32[..100]).unwrap_err();
+        }
+    }
+}

@@ -264,6 +264,169 @@ impl Evaluator {
         }
     }
 
+    /// The backward pass through a derivative table: `out[i] = grad[i] · table(x[i])`,
+    /// the table evaluated in f32 exactly as [`Evaluator::eval`] does, the product
+    /// rounded in f32 and then once to `G` — bit-identical to [`Table::grad_mul`]
+    /// element by element. With `table` = f′ this is the vector-Jacobian product of f,
+    /// in one pass over x and grad (no f′(x) buffer). A length mismatch is
+    /// [`Error::LengthMismatch`].
+    pub fn grad_mul<T: Element, G: Element>(
+        &self,
+        x: &[T],
+        grad: &[G],
+        out: &mut [G],
+    ) -> Result<()> {
+        if x.len() != out.len() || grad.len() != out.len() {
+            return Err(Error::LengthMismatch {
+                input: if x.len() != out.len() {
+                    x.len()
+                } else {
+                    grad.len()
+                },
+                output: out.len(),
+            });
+        }
+        // SAFETY: three slices of equal length; `out` is exclusive, so it overlaps neither.
+        unsafe { self.grad_mul_raw(x.as_ptr(), grad.as_ptr(), out.as_mut_ptr(), x.len()) };
+        Ok(())
+    }
+
+    /// [`Evaluator::grad_mul`] writing over `grad`: `grad[i] = grad[i] · table(x[i])`.
+    pub fn grad_mul_in_place<T: Element, G: Element>(&self, x: &[T], grad: &mut [G]) -> Result<()> {
+        if x.len() != grad.len() {
+            return Err(Error::LengthMismatch {
+                input: x.len(),
+                output: grad.len(),
+            });
+        }
+        let g = grad.as_mut_ptr();
+        // SAFETY: equal lengths; grad is read before each element is written.
+        unsafe { self.grad_mul_raw(x.as_ptr(), g as *const G, g, x.len()) };
+        Ok(())
+    }
+
+    /// [`Evaluator::grad_mul`] on raw pointers, split over rayon's pool for large inputs.
+    ///
+    /// # Safety
+    /// `x` and `grad` valid for `n` reads, `out` for `n` writes. `out` may be equal to
+    /// `grad`, or to `x` when T and G have one size; no other overlap.
+    pub unsafe fn grad_mul_raw<T: Element, G: Element>(
+        &self,
+        x: *const T,
+        grad: *const G,
+        out: *mut G,
+        n: usize,
+    ) {
+        let lut = self.lut::<T, f32>(n);
+        let (xa, ga, oa) = (x as usize, grad as usize, out as usize);
+        let run = |start: usize, len: usize| {
+            // SAFETY: [start, start + len) lies in [0, n) (per the caller's contract).
+            unsafe {
+                self.grad_block(
+                    lut,
+                    (xa as *const T).add(start),
+                    (ga as *const G).add(start),
+                    (oa as *mut G).add(start),
+                    len,
+                )
+            }
+        };
+        if self.parallel(n) {
+            let chunk = chunk_len(n);
+            (0..n.div_ceil(chunk))
+                .into_par_iter()
+                .for_each(|c| run(c * chunk, chunk.min(n - c * chunk)));
+        } else {
+            run(0, n);
+        }
+    }
+
+    /// One sequential run of [`Evaluator::grad_mul_raw`]: blocks of f′(x) in a stack
+    /// buffer, then the products (NaN made canonical) narrowed into G — loops over a
+    /// block that vectorise (the f16 conversions through `half`'s F16C slice routines
+    /// where the CPU has them).
+    ///
+    /// # Safety
+    /// As [`Evaluator::grad_mul_raw`].
+    unsafe fn grad_block<T: Element, G: Element>(
+        &self,
+        lut: Option<Lut<'_>>,
+        x: *const T,
+        g: *const G,
+        out: *mut G,
+        n: usize,
+    ) {
+        use half::slice::HalfFloatSliceExt;
+        const B: usize = 2048;
+        let mut d = [0f32; B];
+        let mut w = [0f32; B];
+        let canon = |v: f32| {
+            if v.is_nan() {
+                f32::from_bits(crate::element::F32_CANONICAL_NAN)
+            } else {
+                v
+            }
+        };
+        let gk = kind::<G>();
+        let mut j = 0;
+        while j < n {
+            let m = B.min(n - j);
+            // SAFETY: elements [j, j + m) of x, g and out are valid; x and g are read in
+            // full (into d and w) before any element of out in that range is written.
+            unsafe {
+                if gk == Some(0) && !std::ptr::eq(out, g) {
+                    // f32 gradient: f′(x) straight into out, then the products in place
+                    // (the block is still in L1).
+                    let o = out.add(j) as *mut f32;
+                    self.run_lut(lut, x.add(j), o, m);
+                    let gs = std::slice::from_raw_parts(g.add(j) as *const f32, m);
+                    let o = std::slice::from_raw_parts_mut(o, m);
+                    for (p, &v) in o.iter_mut().zip(gs) {
+                        *p = canon(v * *p);
+                    }
+                    j += m;
+                    continue;
+                }
+                self.run_lut(lut, x.add(j), d.as_mut_ptr(), m);
+                let (d, w) = (&mut d[..m], &mut w[..m]);
+                match gk {
+                    Some(0) => {
+                        let gs = std::slice::from_raw_parts(g.add(j) as *const f32, m);
+                        for (p, &v) in d.iter_mut().zip(gs) {
+                            *p = canon(v * *p);
+                        }
+                        std::ptr::copy(d.as_ptr(), out.add(j) as *mut f32, m);
+                    }
+                    Some(1) => {
+                        let gs = std::slice::from_raw_parts(g.add(j) as *const half::f16, m);
+                        gs.convert_to_f32_slice(w);
+                        for (p, &v) in d.iter_mut().zip(w.iter()) {
+                            *p = canon(v * *p);
+                        }
+                        let o = std::slice::from_raw_parts_mut(out.add(j) as *mut half::f16, m);
+                        o.convert_from_f32_slice(d);
+                    }
+                    Some(2) => {
+                        let gs = std::slice::from_raw_parts(g.add(j) as *const u16, m);
+                        for (p, &v) in d.iter_mut().zip(gs) {
+                            *p = canon(f32::from_bits((v as u32) << 16) * *p);
+                        }
+                        let o = std::slice::from_raw_parts_mut(out.add(j) as *mut half::bf16, m);
+                        o.convert_from_f32_slice(d);
+                    }
+                    _ => {
+                        // Another Element type: the oracle's steps one by one.
+                        for (k, &p) in d.iter().enumerate() {
+                            let v = g.add(j + k).read().to_f32() * p;
+                            out.add(j + k).write(G::from_f32(v));
+                        }
+                    }
+                }
+            }
+            j += m;
+        }
+    }
+
     /// The result table for a 16-bit input type T and output U, for inputs of `n`
     /// elements (None: T is f32, or n is small).
     fn lut<T: Element, U: Element>(&self, n: usize) -> Option<Lut<'_>> {
