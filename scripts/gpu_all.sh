@@ -4,7 +4,7 @@
 # last. Hands back at most 8 files. Extra arguments go to bench/torch_bench.py.
 FINAL=${OUT:-/tmp/pwpa-all-out}
 mkdir -p /tmp/tb
-OUT=/tmp/tb TB_TIMEOUT=200 bash .gpu/torch_bench.sh "$@" > /tmp/tb/torch.log 2>&1
+OUT=/tmp/tb TB_TIMEOUT=${TB_TIMEOUT:-200} bash .gpu/torch_bench.sh "$@" > /tmp/tb/torch.log 2>&1
 tail -45 /tmp/tb/torch.log
 OUT=$FINAL bash .gpu/run.sh
 cp /tmp/tb/torch-cuda.csv /tmp/tb/torch-cuda.md "$FINAL/" 2>/dev/null

@@ -16,6 +16,10 @@
 //   ONESTEP          1: the lookup grid has at most one breakpoint per cell (no scan)
 //   CREPL            interleaved copies of the lookup cells in shared memory (1..16)
 //   GRID_ORD         1: lookup cells over ordered float keys (log-spaced breakpoints)
+//   COMPACT          1: exp2-tail elements of a warp's chunks are gathered in shared
+//                    memory and evaluated 32 at a time (f32 input, not FUSED)
+//   GRADMUL          1: backward pass, y = g * table(x) with g read from the `dy` argument
+//                    (an OUT_T array): the product rounded in f32, then to OUT_T
 //
 // The arithmetic is exactly pwpa's convention (crates/pwpa/src/table.rs): every
 // operation is an explicitly rounded intrinsic and the module is compiled with
@@ -85,21 +89,31 @@ __device__ __forceinline__ float in_f(in_t v) { return b2f(v); }
 #if OUT_T == 0
 typedef float out_t;
 __device__ __forceinline__ out_t out_f(float v) { return canon32(v); }
+__device__ __forceinline__ float out_in(out_t v) { return v; }
 #elif OUT_T == 1
 typedef u16 out_t;
 __device__ __forceinline__ out_t out_f(float v) { return f2h(v); }
+__device__ __forceinline__ float out_in(out_t v) { return h2f(v); }
 #else
 typedef u16 out_t;
 __device__ __forceinline__ out_t out_f(float v) { return f2b(v); }
+__device__ __forceinline__ float out_in(out_t v) { return b2f(v); }
 #endif
 
 // ---------------------------------------------------------------- exp2 (table.rs exp2_f32)
+// The same value as the CPU's recipe, RN(r * 2^n) with n = round-half-even(p) and
+// r = Horner(EXP2_POLY, p - n), in fewer instructions and no branches: p is clamped to
+// [-151, 128] (below -150 the result rounds to +0 either way, and 2^128 overflows to
+// +Inf), n comes from the magic-number addition (exact for |p| < 2^22), and 2^n is
+// applied as two power-of-two factors: the first product is exact (normal), the second
+// rounds once — as the CPU's exponent-bit addition (exact) or its 2^-64 / 2 scaling does.
+// (table.rs `exp2_two_scale` mirrors this and is checked against exp2_f32 on the CPU.)
 __device__ __forceinline__ float pwpa_exp2(float p) {
     if (p != p) return p;
-    if (p >= 128.0f) return __uint_as_float(0x7F800000u);
-    if (p < -150.0f) return 0.0f;
-    float n = rintf(p);  // round half to even
-    float f = __fsub_rn(p, n);
+    p = fminf(fmaxf(p, -151.0f), 128.0f);
+    const float big = __fadd_rn(p, 12582912.0f);  // 1.5 * 2^23 + n
+    const float n = __fsub_rn(big, 12582912.0f);
+    const float f = __fsub_rn(p, n);
     float r = __uint_as_float(0x377fe5feu);
     r = __fmaf_rn(r, f, __uint_as_float(0x39218489u));
     r = __fmaf_rn(r, f, __uint_as_float(0x3aaec3ffu));
@@ -108,15 +122,11 @@ __device__ __forceinline__ float pwpa_exp2(float p) {
     r = __fmaf_rn(r, f, __uint_as_float(0x3e75fdf0u));
     r = __fmaf_rn(r, f, __uint_as_float(0x3f317218u));
     r = __fmaf_rn(r, f, __uint_as_float(0x3f800000u));
-    int ni = (int)n;
-    u32 bits = __float_as_uint(r);
-    if (ni > 127) {
-        return __fmul_rn(__uint_as_float(bits + (u32)(127 << 23)), 2.0f);
-    } else if (ni >= -125) {
-        return __uint_as_float(bits + (u32)(ni * (1 << 23)));
-    } else {
-        return __fmul_rn(__uint_as_float(bits + (u32)((ni + 64) * (1 << 23))), __uint_as_float(0x1f800000u));
-    }
+    const int ni = (int)(__float_as_uint(big) - 0x4B400000u);
+    const int h = ni >> 1;  // floor(n / 2): both factors stay normal
+    const float s1 = __int_as_float((h + 127) << 23);
+    const float s2 = __int_as_float((ni - h + 127) << 23);
+    return __fmul_rn(__fmul_rn(r, s1), s2);
 }
 
 template <int NC>
@@ -213,6 +223,7 @@ struct Tab {
     const float4* rec2;
     const uint2* cells;
     const float* bp;
+    float* cbuf;  // COMPACT: BLOCK * VE floats, 32 * VE per warp
 };
 
 __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x, float& y, float& dy) {
@@ -253,6 +264,46 @@ __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x
     dy = 0.0f;
 #endif
 }
+
+#if COMPACT
+// The two halves of eval_one for warp compaction: everything but the exp2 tails, and
+// the exp2 tail of an x known to be in one (the same operations as eval_one's).
+__device__ __forceinline__ float eval_core(const Params& p, const Tab& tb, float x) {
+    u32 i = piece_index(p, tb.cells, tb.bp, x);
+    float r = horner_rec<DEG, SL, S>(tb.rec, i, x);
+#if LT != 3
+    if (x < p.lo) r = apply_tail<LT, LXD>(p.lt, x, r);
+#endif
+#if RT != 3
+    if (x > p.hi) r = apply_tail<RT, RXD>(p.rt, x, r);
+#endif
+    if (x != x) r = x;
+    return r;
+}
+__device__ __forceinline__ bool in_exp2_tail(const Params& p, float x) {
+    return (LT == 3 && x < p.lo) || (RT == 3 && x > p.hi);
+}
+__device__ __forceinline__ float eval_exp2_tail(const Params& p, float x) {
+#if LT == 3 && RT == 3
+    const bool left = x < p.lo;
+    float t = __fsub_rn(x, left ? p.lt.b : p.rt.b);
+    float q = left ? p.lt.c[0] : p.rt.c[0];
+#pragma unroll
+    for (int k = 1; k < TXD; ++k) {
+        const bool use = left ? (k < LXD) : (k < RXD);
+        const float ck = left ? p.lt.c[k < LXD ? k : 0] : p.rt.c[k < RXD ? k : 0];
+        const float qn = __fmaf_rn(q, t, ck);
+        q = use ? qn : q;
+    }
+    const float v = pwpa_exp2(q);
+    return ((left ? p.lt.a : p.rt.a) != 0.0f) ? -v : v;
+#elif LT == 3
+    return exp2_tail<LXD>(p.lt, x);
+#else
+    return exp2_tail<RXD>(p.rt, x);
+#endif
+}
+#endif
 
 // ---------------------------------------------------------------- vector chunks
 // A chunk is 16 bytes of input: VE = 4 (f32) or 8 (16-bit) elements; its output is
@@ -303,6 +354,31 @@ __device__ __forceinline__ void store_chunk(out_t* y, u64 c, const OutChunk& o) 
 #endif
 }
 
+#if GRADMUL
+// The gradient chunk that goes with a 16-byte input chunk (OW 32-bit words of OUT_T).
+__device__ __forceinline__ void load_gchunk(const out_t* g, u64 c, OutChunk& o) {
+#if OW == 2
+    uint2 v = __ldcs(reinterpret_cast<const uint2*>(g) + c);
+    o.w[0] = v.x; o.w[1] = v.y;
+#elif OW == 4
+    uint4 v = __ldcs(reinterpret_cast<const uint4*>(g) + c);
+    o.w[0] = v.x; o.w[1] = v.y; o.w[2] = v.z; o.w[3] = v.w;
+#else
+    uint4 v = __ldcs(reinterpret_cast<const uint4*>(g) + 2 * c);
+    uint4 v2 = __ldcs(reinterpret_cast<const uint4*>(g) + 2 * c + 1);
+    o.w[0] = v.x; o.w[1] = v.y; o.w[2] = v.z; o.w[3] = v.w;
+    o.w[4] = v2.x; o.w[5] = v2.y; o.w[6] = v2.z; o.w[7] = v2.w;
+#endif
+}
+__device__ __forceinline__ float gchunk_get(const OutChunk& o, int k) {
+#if OUT_T == 0
+    return __uint_as_float(o.w[k]);
+#else
+    return out_in((out_t)((k & 1) ? (o.w[k >> 1] >> 16) : (o.w[k >> 1] & 0xFFFFu)));
+#endif
+}
+#endif
+
 // Shared-memory staging of the table (records, derivative records, grid, breakpoints).
 extern __shared__ float4 smem4[];
 
@@ -313,6 +389,12 @@ __device__ __forceinline__ Tab stage(const Params& p) {
     tb.cells = p.cells;
     tb.bp = p.bp;
     float4* cur = smem4;
+#if COMPACT
+    tb.cbuf = reinterpret_cast<float*>(cur);
+    cur += BLOCK * VE / 4;
+#else
+    tb.cbuf = nullptr;
+#endif
 #if SMEM_REC
     {
         u32 n = p.P * S * REPL;
@@ -382,6 +464,9 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
         u64 e = (k < vbeg) ? k : (vend + (k - vbeg));
         float r, d;
         eval_one(p, tb, in_f(x[e]), r, d);
+#if GRADMUL
+        r = __fmul_rn(out_in(dy[e]), r);
+#endif
         y[e] = out_f(r);
 #if FUSED
         dy[e] = out_f(d);
@@ -401,14 +486,62 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
         if (threadIdx.x == 0) nt = atomicAdd(ctr, 1u);
         const u64 c0 = (u64)t * TILE + threadIdx.x;
         uint4 in[UNROLL];
+#if GRADMUL
+        OutChunk gin[UNROLL];
+#endif
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             u64 c = c0 + (u64)u * BLOCK;
-            if (c < nchunks) in[u] = __ldcs(reinterpret_cast<const uint4*>(xv) + c);
+            if (c < nchunks) {
+                in[u] = __ldcs(reinterpret_cast<const uint4*>(xv) + c);
+#if GRADMUL
+                load_gchunk(dy + vbeg, c, gin[u]);
+#endif
+            } else {
+                in[u] = make_uint4(0u, 0u, 0u, 0u);
+            }
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             u64 c = c0 + (u64)u * BLOCK;
+#if COMPACT
+            // Elements in an exp2 tail are evaluated after the rest, gathered from the
+            // whole warp into shared memory 32 at a time: with divergent lanes the tail
+            // would otherwise cost every lane of the warp once per element. Every lane
+            // takes part in the warp votes, also past the last chunk (`valid` false).
+            float rc[VE];
+            {
+                const bool valid = c < nchunks;
+                const u32 lane = threadIdx.x & 31u;
+                const u32 lt_mask = (1u << lane) - 1u;
+                float* wb = tb.cbuf + (threadIdx.x >> 5) * (32 * VE);
+                u32 tm = 0, pos[VE], total = 0;
+#pragma unroll
+                for (int k2 = 0; k2 < VE; ++k2) {
+                    const float xk = chunk_get(in[u], k2);
+                    const bool tl = valid && in_exp2_tail(p, xk);
+                    float rr = 0.0f;
+                    if (__any_sync(0xFFFFFFFFu, valid && !tl) && valid) rr = eval_core(p, tb, xk);
+                    rc[k2] = rr;
+                    const u32 b = __ballot_sync(0xFFFFFFFFu, tl);
+                    pos[k2] = total + __popc(b & lt_mask);
+                    total += __popc(b);
+                    if (tl) {
+                        tm |= 1u << k2;
+                        wb[pos[k2]] = xk;
+                    }
+                }
+                if (total > 0) {
+                    __syncwarp();
+                    for (u32 j = lane; j < total; j += 32u) wb[j] = eval_exp2_tail(p, wb[j]);
+                    __syncwarp();
+#pragma unroll
+                    for (int k2 = 0; k2 < VE; ++k2)
+                        if (tm & (1u << k2)) rc[k2] = wb[pos[k2]];
+                    __syncwarp();
+                }
+            }
+#endif
             if (c < nchunks) {
                 OutChunk o;
 #if FUSED
@@ -417,7 +550,15 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
 #pragma unroll
                 for (int k2 = 0; k2 < VE; ++k2) {
                     float r, d;
+#if COMPACT
+                    r = rc[k2];
+                    d = 0.0f;
+#else
                     eval_one(p, tb, chunk_get(in[u], k2), r, d);
+#endif
+#if GRADMUL
+                    r = __fmul_rn(gchunk_get(gin[u], k2), r);
+#endif
                     chunk_set(o, k2, r);
 #if FUSED
                     chunk_set(od, k2, d);

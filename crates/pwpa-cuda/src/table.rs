@@ -191,6 +191,12 @@ pub struct KernelSpec {
     pub grid_ord: bool,
     /// Interleaved copies of the lookup cells in shared memory (1 to 16).
     pub crepl: u32,
+    /// Backward pass: `y = g · table(x)` with the gradient `g` (of `y_dtype`) as a
+    /// second input ([`CudaTable::grad_mul_raw`]). Not with `fused`.
+    pub grad: bool,
+    /// Warp compaction of exp2-tail elements (f32 input, an exp2 tail, not `fused`):
+    /// `block · 4` floats of shared memory more.
+    pub compact: bool,
 }
 
 fn dcode(d: DType) -> u32 {
@@ -240,6 +246,10 @@ impl KernelSpec {
             self.crepl,
             self.grid_ord as u32,
         );
+        s.push_str(&format!(
+            "#define GRADMUL {}\n#define COMPACT {}\n",
+            self.grad as u32, self.compact as u32
+        ));
         match self.fused {
             Some((d2, lt2, rt2, lxd2, rxd2)) => s.push_str(&format!(
                 "#define FUSED 1\n#define DEG2 {d2}\n#define SL2 {}\n#define S2 {}\n#define LT2 {lt2}\n#define RT2 {rt2}\n#define LXD2 {lxd2}\n#define RXD2 {rxd2}\n",
@@ -305,6 +315,17 @@ pub struct CudaTable {
     /// Kernels looked up so far, per specialisation (building and hashing a kernel's
     /// source on every call cost tens of microseconds of host time per launch).
     kernels: Mutex<HashMap<KernelKey, KernelFn>>,
+}
+
+/// Which pass a launch runs.
+#[derive(Clone, Copy)]
+enum Pass<'a> {
+    /// y = table(x).
+    Value,
+    /// y = table(x) and dy = deriv(x).
+    Fused(&'a CudaTable),
+    /// y = dy · table(x) (dy the gradient input).
+    Grad,
 }
 
 /// What a cached kernel is specialised on: a polynomial-kernel spec, or the result-table
@@ -676,12 +697,50 @@ impl CudaTable {
         deriv: Option<&CudaTable>,
     ) -> (KernelSpec, usize) {
         let idx = self.idx_bytes(1);
-        let max = self.backend.shared_memory_optin();
+        // Threads per block: 1024. Measured on an H100 (2026-11-22, bench/gpu_lab/NOTES.md)
+        // against 256 and 512 and a shared-memory-based choice: never slower, up to 1.5x
+        // faster for tables with large records (fewer, larger tiles; all of a
+        // multiprocessor's threads in one block that stages the table once).
+        // PWPA_CUDA_BLOCK overrides (tuning; read once per process, not per launch).
+        static BLOCK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+        let block = *BLOCK.get_or_init(|| {
+            std::env::var("PWPA_CUDA_BLOCK")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|b| [256u32, 512, 1024].contains(b))
+                .unwrap_or(1024)
+        });
+        // Warp compaction of exp2-tail elements (f32 input: 4 elements per chunk), when
+        // its buffer fits beside the records; PWPA_CUDA_COMPACT=0 turns it off (tuning).
+        static COMPACT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let compact_on = *COMPACT.get_or_init(|| {
+            std::env::var("PWPA_CUDA_COMPACT")
+                .map(|v| v != "0")
+                .unwrap_or(true)
+        });
+        let cbuf = block as usize * 4 * 4;
+        let rec1 = self.rec_bytes(1) + deriv.map(|d| d.rec_bytes(1)).unwrap_or(0);
+        let compact = compact_on
+            && x_dtype == DType::F32
+            && deriv.is_none()
+            && (self.tails.0 == 3 || self.tails.1 == 3)
+            && rec1 + idx + cbuf <= self.backend.shared_memory_optin();
+        let max = self.backend.shared_memory_optin() - if compact { cbuf } else { 0 };
         let rec_r =
             |r: u32| (self.rec_bytes(r) + deriv.map(|d| d.rec_bytes(r)).unwrap_or(0)) * r as usize;
-        // As many interleaved copies (fewer bank conflicts) as fit with the index data.
+        // As many interleaved copies (fewer bank conflicts) as fit with the index data,
+        // up to PWPA_CUDA_REPL (tuning: 1, 2, 4 or 8; read once per process).
+        static REPL_MAX: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+        let repl_max = *REPL_MAX.get_or_init(|| {
+            std::env::var("PWPA_CUDA_REPL")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|r| [1u32, 2, 4, 8].contains(r))
+                .unwrap_or(8)
+        });
         let repl = [8u32, 4, 2, 1]
             .into_iter()
+            .filter(|&r| r <= repl_max)
             .find(|&r| rec_r(r) + idx <= max)
             .unwrap_or(1);
         let rec = rec_r(repl);
@@ -707,20 +766,7 @@ impl CudaTable {
             1
         };
         let idx = self.idx_bytes(crepl);
-        let smem = rec_smem + if smem_idx { idx } else { 0 };
-        // Threads per block: 1024. Measured on an H100 (2026-11-22, bench/gpu_lab/NOTES.md)
-        // against 256 and 512 and a shared-memory-based choice: never slower, up to 1.5x
-        // faster for tables with large records (fewer, larger tiles; all of a
-        // multiprocessor's threads in one block that stages the table once).
-        // PWPA_CUDA_BLOCK overrides (tuning; read once per process, not per launch).
-        static BLOCK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-        let block = *BLOCK.get_or_init(|| {
-            std::env::var("PWPA_CUDA_BLOCK")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .filter(|b| [256u32, 512, 1024].contains(b))
-                .unwrap_or(1024)
-        });
+        let smem = rec_smem + if smem_idx { idx } else { 0 } + if compact { cbuf } else { 0 };
         let fused = deriv.map(|d| {
             (
                 d.table.degree() as u32,
@@ -746,6 +792,8 @@ impl CudaTable {
                 one_step: self.one_step,
                 grid_ord: self.grid_shift.is_some(),
                 crepl,
+                grad: false,
+                compact,
             },
             smem,
         )
@@ -789,7 +837,7 @@ impl CudaTable {
         stream: u64,
     ) -> Result<()> {
         // SAFETY: forwarded contract.
-        unsafe { self.launch_eval(None, x, y, 0, n, x_dtype, y_dtype, stream) }
+        unsafe { self.launch_eval(Pass::Value, x, y, 0, n, x_dtype, y_dtype, stream) }
     }
 
     /// `y = table(x)` and `dy = deriv(x)` in one pass; `deriv` must have the same
@@ -821,7 +869,33 @@ impl CudaTable {
             ));
         }
         // SAFETY: forwarded contract.
-        unsafe { self.launch_eval(Some(deriv), x, y, dy, n, x_dtype, y_dtype, stream) }
+        unsafe { self.launch_eval(Pass::Fused(deriv), x, y, dy, n, x_dtype, y_dtype, stream) }
+    }
+
+    /// The backward pass through this table (a derivative table, e.g.
+    /// [`pwpa::Table::derivative`]): `out[i] = grad[i] · table(x[i])`, the product
+    /// rounded in f32 and then once to `g_dtype` — bit-identical to
+    /// [`pwpa::Table::grad_mul`] and to the CPU's
+    /// [`pwpa::eval::Evaluator::grad_mul`]. One pass over x and grad, no f′(x) buffer.
+    /// `out == grad` (in place) is allowed, and `out == x` when both dtypes have one
+    /// size; other overlaps of `out` with an input are errors.
+    ///
+    /// # Safety
+    /// As [`CudaTable::eval_raw`], for `x` (`n` elements of `x_dtype`) and `grad` and
+    /// `out` (`n` elements of `g_dtype` each).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn grad_mul_raw(
+        &self,
+        x: u64,
+        grad: u64,
+        out: u64,
+        n: usize,
+        x_dtype: DType,
+        g_dtype: DType,
+        stream: u64,
+    ) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.launch_eval(Pass::Grad, x, out, grad, n, x_dtype, g_dtype, stream) }
     }
 
     /// Evaluates device buffers (length-checked): `x_len` and `y_len` in elements.
@@ -895,10 +969,11 @@ impl CudaTable {
         Ok(())
     }
 
+    /// `dy` is the derivative output (fused) or the gradient input (grad).
     #[allow(clippy::too_many_arguments)]
     unsafe fn launch_eval(
         &self,
-        deriv: Option<&CudaTable>,
+        pass: Pass<'_>,
         x: u64,
         y: u64,
         dy: u64,
@@ -927,20 +1002,41 @@ impl CudaTable {
                 "input and output overlap without being the same buffer".into(),
             ));
         }
-        if deriv.is_some() {
-            self.check_ptr("derivative output", dy, n, y_dtype)?;
-            let db = (dy as u128, dy as u128 + n as u128 * y_dtype.size() as u128);
-            if overlap(db, xb) || overlap(db, yb) {
-                return Err(Error::Overlap(
-                    "the derivative output overlaps the input or the output".into(),
-                ));
+        let db = (dy as u128, dy as u128 + n as u128 * y_dtype.size() as u128);
+        let deriv = match pass {
+            Pass::Fused(d) => {
+                self.check_ptr("derivative output", dy, n, y_dtype)?;
+                if overlap(db, xb) || overlap(db, yb) {
+                    return Err(Error::Overlap(
+                        "the derivative output overlaps the input or the output".into(),
+                    ));
+                }
+                Some(d)
             }
-        }
-        if deriv.is_none() && self.uses_lut(x_dtype, y_dtype) {
+            Pass::Grad => {
+                self.check_ptr("gradient", dy, n, y_dtype)?;
+                if dy != y && overlap(db, yb) {
+                    return Err(Error::Overlap(
+                        "the gradient and the output overlap without being the same buffer".into(),
+                    ));
+                }
+                None
+            }
+            Pass::Value => None,
+        };
+        let grad = matches!(pass, Pass::Grad);
+        if matches!(pass, Pass::Value) && self.uses_lut(x_dtype, y_dtype) {
             // SAFETY: pointers checked above; forwarded contract.
             return unsafe { self.launch_lut(x, y, n, x_dtype, y_dtype, stream) };
         }
-        let (spec, smem) = self.spec(x_dtype, y_dtype, deriv);
+        let (mut spec, smem) = self.spec(x_dtype, y_dtype, deriv);
+        spec.grad = grad;
+        if grad && ((x_dtype.size() == 2 && y_dtype == DType::F32) || spec.compact) {
+            // 16 input bytes come with 32 gradient bytes per chunk, or the compaction's
+            // state comes on top of the gradient chunks: four chunks in flight spill at
+            // 1024 threads (64 registers); two do not (nvrtc_compile checks both).
+            spec.unroll = spec.unroll.min(2);
+        }
         let f = self.loaded_kernel(KernelKey::Poly(spec.clone()))?;
 
         // Vector region: first element where x is 16-byte aligned; y (and dy) must be too.
@@ -949,7 +1045,7 @@ impl CudaTable {
         let head = (((16 - (x % 16)) % 16) / xs).min(n as u64);
         let aligned = |p: u64| (p + head * ys) % 16 == 0;
         let ve = 16 / xs; // elements per 16-byte input chunk
-        let (vbeg, nchunks) = if aligned(y) && (deriv.is_none() || aligned(dy)) {
+        let (vbeg, nchunks) = if aligned(y) && (matches!(pass, Pass::Value) || aligned(dy)) {
             (head, (n as u64 - head) / ve)
         } else {
             (0, 0)
@@ -1113,6 +1209,28 @@ impl CudaTable {
         yb.download(0, &mut y)?;
         db.download(0, &mut dy)?;
         Ok((y, dy))
+    }
+
+    /// Convenience: the backward pass ([`CudaTable::grad_mul_raw`]) of host slices.
+    pub fn grad_mul_host<T: Element, G: Element>(&self, x: &[T], grad: &[G]) -> Result<Vec<G>> {
+        if x.len() != grad.len() {
+            return Err(Error::LengthMismatch {
+                input: x.len(),
+                output: grad.len(),
+            });
+        }
+        let mut out = vec![G::from_f32(0.0); x.len()];
+        if x.is_empty() {
+            return Ok(out);
+        }
+        let xb = DeviceBuffer::from_slice(&self.backend, x)?;
+        let gb = DeviceBuffer::from_slice(&self.backend, grad)?;
+        let ob = DeviceBuffer::new(&self.backend, std::mem::size_of_val(out.as_slice()))?;
+        // SAFETY: all buffers hold x.len() elements.
+        unsafe { self.grad_mul_raw(xb.ptr(), gb.ptr(), ob.ptr(), x.len(), T::DTYPE, G::DTYPE, 0)? };
+        sync(&self.backend)?;
+        ob.download(0, &mut out)?;
+        Ok(out)
     }
 }
 

@@ -295,6 +295,121 @@ fn fused_derivative_matches_two_cpu_evaluations() {
     assert!(checked >= 5);
 }
 
+/// Gradients with specials (NaN, ±Inf, ±0, subnormals) among ordinary values.
+fn random_grads<G: Element>(r: &mut Rng, n: usize) -> Vec<G> {
+    (0..n)
+        .map(|k| match k % 40 {
+            0 => G::from_f32(f32::NAN),
+            1 => G::from_f32(f32::NEG_INFINITY),
+            2 => G::from_f32(-0.0),
+            3 => G::from_f32(1e-41),
+            4 => G::from_f32(f32::from_bits(r.next() as u32)),
+            _ => G::from_f32(r.range(-3.0, 3.0) as f32),
+        })
+        .collect()
+}
+
+/// One backward pass on the GPU against the CPU's `Evaluator::grad_mul` and the oracle.
+fn check_grad<T: Element, G: Element>(ct: &CudaTable, t: &Table, xs: &[T], gs: &[G], what: &str) {
+    let got: Vec<G> = ct.grad_mul_host(xs, gs).unwrap();
+    let mut cpu = vec![G::from_f32(0.0); xs.len()];
+    pwpa::eval::Evaluator::new(t)
+        .grad_mul(xs, gs, &mut cpu)
+        .unwrap();
+    for (i, ((&x, &g), (&y, &c))) in xs.iter().zip(gs).zip(got.iter().zip(&cpu)).enumerate() {
+        let want: G = t.grad_mul(x, g);
+        assert_eq!(
+            c.to_bits_u32(),
+            want.to_bits_u32(),
+            "{what}: CPU fast path at {i}"
+        );
+        assert_eq!(
+            y.to_bits_u32(),
+            want.to_bits_u32(),
+            "{what}: element {i}, x = {x:?}, g = {g:?}: GPU {y:?}, CPU {want:?}; table P={} D={} tails {}/{}",
+            t.partitions(),
+            t.degree(),
+            t.left_tail().kind(),
+            t.right_tail().kind(),
+        );
+    }
+}
+
+#[test]
+fn backward_grad_mul_matches_cpu() {
+    let Some(b) = backend() else { return };
+    let mut r = Rng(77);
+    let mut checked = 0;
+    for t in tables(8, 24) {
+        let ct = CudaTable::new(&b, &t).unwrap();
+        // Odd length: scalar head and tail around the vector region.
+        let xs = random_inputs(&mut r, &t, 30_001);
+        let g32: Vec<f32> = random_grads(&mut r, xs.len());
+        check_grad(&ct, &t, &xs, &g32, "f32 x, f32 grad");
+        let gb: Vec<bf16> = random_grads(&mut r, xs.len());
+        check_grad(&ct, &t, &xs, &gb, "f32 x, bf16 grad");
+        let bx: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+        let gb: Vec<bf16> = random_grads(&mut r, bx.len());
+        check_grad(&ct, &t, &bx, &gb, "every bf16 x, bf16 grad");
+        let hx: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+        let gh: Vec<f16> = random_grads(&mut r, hx.len());
+        check_grad(&ct, &t, &hx, &gh, "every f16 x, f16 grad");
+        let g32: Vec<f32> = random_grads(&mut r, hx.len());
+        check_grad(&ct, &t, &hx, &g32, "every f16 x, f32 grad");
+        checked += 1;
+    }
+    assert!(checked >= 5);
+
+    // In place over the gradient, at an unaligned offset, and a length mismatch.
+    let t = &tables(9, 4)[3];
+    let ct = CudaTable::new(&b, t).unwrap();
+    let n = 10_007;
+    let xs: Vec<bf16> = random_inputs(&mut r, t, n)
+        .into_iter()
+        .map(bf16::from_f32)
+        .collect();
+    let gs: Vec<bf16> = random_grads(&mut r, n);
+    let xb = DeviceBuffer::from_slice(&b, &xs).unwrap();
+    let gbuf = DeviceBuffer::new(&b, 2 * (n + 1)).unwrap();
+    gbuf.upload(2, &gs).unwrap();
+    // SAFETY: both buffers hold n elements from the offsets used.
+    unsafe {
+        ct.grad_mul_raw(
+            xb.ptr(),
+            gbuf.ptr() + 2,
+            gbuf.ptr() + 2,
+            n,
+            DType::BF16,
+            DType::BF16,
+            0,
+        )
+        .unwrap()
+    };
+    b.synchronize().unwrap();
+    let mut got = vec![bf16::ZERO; n];
+    gbuf.download(2, &mut got).unwrap();
+    for i in 0..n {
+        let want: bf16 = t.grad_mul(xs[i], gs[i]);
+        assert_eq!(got[i].to_bits(), want.to_bits(), "in place at {i}");
+    }
+    // SAFETY: the call is rejected before any launch (overlap).
+    let e = unsafe {
+        ct.grad_mul_raw(
+            xb.ptr(),
+            gbuf.ptr(),
+            gbuf.ptr() + 2,
+            n,
+            DType::BF16,
+            DType::BF16,
+            0,
+        )
+    }
+    .unwrap_err();
+    assert!(matches!(e, Error::Overlap(_)), "{e}");
+    let e = ct.grad_mul_host(&xs, &gs[1..]).unwrap_err();
+    assert!(matches!(e, Error::LengthMismatch { .. }), "{e}");
+}
+
 #[test]
 fn seed_variants_match_pwpa_in_range() {
     let Some(b) = backend() else { return };

@@ -68,6 +68,10 @@ fn every_specialisation_compiles_for_sm90() {
                                 one_step: arbitrary && k % 2 == 0,
                                 grid_ord: arbitrary && k % 4 == 0,
                                 crepl: [1, 16, 4][k % 3],
+                                grad: fused.is_none() && k % 3 != 1,
+                                compact: fused.is_none()
+                                    && xd == DType::F32
+                                    && (tails.0 == 3 || tails.1 == 3),
                             };
                             let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
                                 .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
@@ -82,6 +86,77 @@ fn every_specialisation_compiles_for_sm90() {
                 }
             }
         }
+    }
+    // Warp compaction of exp2-tail elements: one and both tails exp2, uniform and
+    // arbitrary, f32 and 16-bit outputs.
+    for (tails, yd, arbitrary) in [
+        ((3u32, 3u32, 7u32, 2u32), DType::F32, false),
+        ((1, 3, 1, 8), DType::BF16, true),
+        ((3, 0, 4, 1), DType::F16, true),
+    ] {
+        let spec = KernelSpec {
+            x_dtype: DType::F32,
+            y_dtype: yd,
+            degree: 3,
+            arbitrary,
+            tails,
+            fused: None,
+            smem_rec: true,
+            smem_idx: arbitrary,
+            unroll: 4,
+            block: 1024,
+            repl: 8,
+            one_step: arbitrary,
+            grid_ord: false,
+            crepl: 16,
+            grad: false,
+            compact: true,
+        };
+        let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
+            .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+        let s = spills(&c.log);
+        assert!(
+            s.is_empty(),
+            "compacting kernel spills ({tails:?} -> {yd}): {s:?}"
+        );
+        n += 1;
+    }
+    // The backward pass (gradient chunks of every width: 8, 16 and 32 bytes).
+    for (xd, yd) in [
+        (DType::F32, DType::F32),
+        (DType::BF16, DType::BF16),
+        (DType::F16, DType::F32),
+        (DType::F32, DType::BF16),
+    ] {
+        let spec = KernelSpec {
+            x_dtype: xd,
+            y_dtype: yd,
+            degree: 2,
+            arbitrary: true,
+            tails: (3, 1, 7, 1),
+            fused: None,
+            smem_rec: true,
+            smem_idx: true,
+            // As the host launches it: two chunks in flight for 16-bit in, f32 out.
+            // (compact is on for every f32 input here)
+            unroll: if (xd.size() == 2 && yd == DType::F32) || xd == DType::F32 {
+                2
+            } else {
+                4
+            },
+            block: 1024,
+            repl: 8,
+            one_step: true,
+            grid_ord: false,
+            crepl: 16,
+            grad: true,
+            compact: xd == DType::F32,
+        };
+        let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
+            .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+        let s = spills(&c.log);
+        assert!(s.is_empty(), "backward kernel spills ({xd}->{yd}): {s:?}");
+        n += 1;
     }
     for dt in 0..3 {
         let c = compile::compile(
