@@ -42,6 +42,12 @@ def _parse():
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     p.add_argument("--out", default=None, help="output stem (default bench/results/torch-<device>-<date>)")
     p.add_argument("--note", default="", help="a note for the markdown header")
+    p.add_argument(
+        "--backward",
+        action="store_true",
+        help="also time the backward pass (grad * f'(x)): pwpa's fused kernel, the unfused "
+        "derivative-then-multiply it replaced, and PyTorch eager autograd",
+    )
     return p.parse_args()
 
 
@@ -242,6 +248,8 @@ def main():
                     except Exception as e:  # record, do not hide
                         rec["compile_ms"] = ""
                         rec["note"] += f"; torch.compile failed: {type(e).__name__}"
+            if ARGS.backward:
+                backward_times(rec, table, tf, x, run, reps)
             for k in ("pwpa", "eager", "compile"):
                 v = rec.get(f"{k}_ms")
                 if isinstance(v, float):
@@ -266,6 +274,46 @@ def main():
     write(rows, device, dev_name, n, reps)
 
 
+def backward_times(rec, table, tf, x, run, reps):
+    """Backward pass timings: it reads x and the upstream gradient and writes the input
+    gradient, 1.5x the bytes of the copy, so its roof is 1.5 * copy time."""
+    import pwpa.torch as pt  # noqa: F401  (registers the ops)
+
+    gy = torch.randn(x.shape, generator=torch.Generator().manual_seed(1)).to(x.device, x.dtype)
+    rec["bwd_roof_ms"] = 1.5 * rec["copy_ms"]
+    if table is not None:
+        h = table.handle
+        rec["bwd_pwpa_ms"] = run(lambda: torch.ops.pwpa.eval_backward(gy, x, h), reps) * 1e3
+        d = table.derivative()
+        dydx = torch.empty(x.shape, dtype=torch.float32, device=x.device)
+
+        def unfused():
+            d(x, out=dydx)
+            return (gy.to(torch.float32) * dydx).to(gy.dtype)
+
+        rec["bwd_unfused_ms"] = run(unfused, reps) * 1e3
+    if tf is not None:
+        xg = x.detach().requires_grad_()
+        yg = tf(xg)
+        rec["bwd_eager_ms"] = run(lambda: torch.autograd.grad(yg, xg, gy, retain_graph=True), reps) * 1e3
+        del yg, xg
+    for k in ("pwpa", "unfused", "eager"):
+        v = rec.get(f"bwd_{k}_ms")
+        if isinstance(v, float):
+            rec[f"bwd_{k}_vs_roof"] = rec["bwd_roof_ms"] / v
+    if isinstance(rec.get("bwd_pwpa_ms"), float) and isinstance(rec.get("bwd_eager_ms"), float):
+        rec["bwd_speedup_vs_eager"] = rec["bwd_eager_ms"] / rec["bwd_pwpa_ms"]
+    print(
+        "  {d:4s} backward: pwpa {p} | unfused {u} | eager {e}".format(
+            d=rec["dtype"],
+            p=_fmt(rec.get("bwd_pwpa_ms")),
+            u=_fmt(rec.get("bwd_unfused_ms")),
+            e=_fmt(rec.get("bwd_eager_ms")),
+        ),
+        flush=True,
+    )
+
+
 def _fmt(v):
     return f"{v:8.3f} ms" if isinstance(v, float) else "       -   "
 
@@ -273,7 +321,9 @@ def _fmt(v):
 COLS = [
     "function", "dtype", "n", "device", "table", "P", "D", "copy_ms", "pwpa_ms", "eager_ms", "compile_ms",
     "pwpa_vs_copy", "eager_vs_copy", "compile_vs_copy", "speedup_vs_eager", "speedup_vs_compile",
-    "pwpa_GBps", "eager_GBps", "compile_GBps", "pwpa_max_abs_err", "note",
+    "pwpa_GBps", "eager_GBps", "compile_GBps", "pwpa_max_abs_err",
+    "bwd_roof_ms", "bwd_pwpa_ms", "bwd_unfused_ms", "bwd_eager_ms", "bwd_pwpa_vs_roof", "bwd_unfused_vs_roof",
+    "bwd_eager_vs_roof", "bwd_speedup_vs_eager", "note",
 ]
 
 
@@ -323,6 +373,28 @@ def write(rows, device, dev_name, n, reps):
             f"{f(r.get('speedup_vs_eager'), '.2f')} | {f(r.get('speedup_vs_compile'), '.2f')} | "
             f"{f(r.get('pwpa_max_abs_err'), '.2e')} |"
         )
+    if any("bwd_roof_ms" in r for r in rows):
+        lines += [
+            "",
+            "## Backward pass (grad * f'(x))",
+            "",
+            "Reads x and the upstream gradient, writes the input gradient: roof = 1.5 x copy time. "
+            "pwpa = the fused kernel behind autograd (`torch.ops.pwpa.eval_backward`); unfused = the "
+            "derivative table into an f32 buffer, then the multiply and cast in PyTorch (what autograd ran "
+            "before); eager = `torch.autograd.grad` through PyTorch's own function.",
+            "",
+            "| function | dtype | roof ms | pwpa ms | unfused ms | eager ms | pwpa/roof | unfused/roof | eager/roof | speedup vs eager |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in rows:
+            if "bwd_roof_ms" not in r:
+                continue
+            lines.append(
+                f"| {r['function']} | {r['dtype']} | {f(r['bwd_roof_ms'])} | {f(r.get('bwd_pwpa_ms'))} | "
+                f"{f(r.get('bwd_unfused_ms'))} | {f(r.get('bwd_eager_ms'))} | {f(r.get('bwd_pwpa_vs_roof'), '.2f')} | "
+                f"{f(r.get('bwd_unfused_vs_roof'), '.2f')} | {f(r.get('bwd_eager_vs_roof'), '.2f')} | "
+                f"{f(r.get('bwd_speedup_vs_eager'), '.2f')} |"
+            )
     with open(stem + ".md", "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print(f"wrote {stem}.csv and {stem}.md")

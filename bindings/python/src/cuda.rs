@@ -172,3 +172,33 @@ pub fn eval_with_derivative(
         Err(unavailable(py))
     }
 }
+
+/// The backward pass through a derivative table: `out = g · table(x)`.
+pub fn grad_mul(
+    py: Python<'_>,
+    t: &NativeTable,
+    device: usize,
+    x: usize,
+    g: usize,
+    out: usize,
+    n: usize,
+    xd: DType,
+    gd: DType,
+    stream: u64,
+) -> PyResult<()> {
+    #[cfg(feature = "cuda")]
+    {
+        if n == 0 {
+            return Ok(());
+        }
+        let ct = imp::table(py, t, device)?;
+        // SAFETY: as in `eval`, for the three buffers.
+        py.detach(|| unsafe { ct.grad_mul_raw(x as u64, g as u64, out as u64, n, xd, gd, stream) })
+            .map_err(|e| imp::map_err(py, e))
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (t, device, x, g, out, n, xd, gd, stream);
+        Err(unavailable(py))
+    }
+}

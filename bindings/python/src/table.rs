@@ -154,6 +154,61 @@ pub(crate) unsafe fn eval_raw(ev: &Evaluator, x: usize, y: usize, n: usize, xd: 
     }
 }
 
+/// The backward pass on raw buffers, handling aliasing: `out` equal to `g` (or to `x`
+/// when the element sizes match) runs in place; any other overlap copies the inputs.
+///
+/// # Safety
+/// `x` valid for reads of `n` `T`s, `g` of `n` `G`s, `out` for writes of `n` `G`s,
+/// all aligned, nothing else accessing them during the call.
+unsafe fn grad_typed<T: Element, G: Element>(
+    ev: &Evaluator,
+    x: usize,
+    g: usize,
+    out: usize,
+    n: usize,
+) {
+    if n == 0 {
+        return;
+    }
+    let xb = n * std::mem::size_of::<T>();
+    let gb = n * std::mem::size_of::<G>();
+    let overlap = |a: usize, la: usize, b: usize, lb: usize| a < b + lb && b < a + la;
+    let ok_x = !overlap(x, xb, out, gb) || (x == out && xb == gb);
+    let ok_g = !overlap(g, gb, out, gb) || g == out;
+    if ok_x && ok_g {
+        // SAFETY: per the contract; out is equal to or disjoint from each input, which
+        // grad_mul_raw allows.
+        unsafe { ev.grad_mul_raw(x as *const T, g as *const G, out as *mut G, n) };
+    } else {
+        // SAFETY: read both inputs fully before writing the output.
+        let xs = unsafe { std::slice::from_raw_parts(x as *const T, n) }.to_vec();
+        let gs = unsafe { std::slice::from_raw_parts(g as *const G, n) }.to_vec();
+        let o = unsafe { std::slice::from_raw_parts_mut(out as *mut G, n) };
+        ev.grad_mul(&xs, &gs, o).expect("lengths are equal");
+    }
+}
+
+/// Dispatches the backward pass on the (input, gradient) dtypes.
+///
+/// # Safety
+/// As [`grad_typed`].
+unsafe fn grad_raw(ev: &Evaluator, x: usize, g: usize, out: usize, n: usize, xd: DType, gd: DType) {
+    macro_rules! go {
+        ($t:ty) => {
+            match gd {
+                DType::F32 => unsafe { grad_typed::<$t, f32>(ev, x, g, out, n) },
+                DType::F16 => unsafe { grad_typed::<$t, f16>(ev, x, g, out, n) },
+                DType::BF16 => unsafe { grad_typed::<$t, bf16>(ev, x, g, out, n) },
+            }
+        };
+    }
+    match xd {
+        DType::F32 => go!(f32),
+        DType::F16 => go!(f16),
+        DType::BF16 => go!(bf16),
+    }
+}
+
 #[pymethods]
 impl NativeTable {
     /// Parses a table from the JSON format (validated).
@@ -434,6 +489,50 @@ impl NativeTable {
         check_ptr(py, "output", y, n, yd)?;
         check_ptr(py, "derivative output", dy, n, yd)?;
         crate::cuda::eval_with_derivative(py, self, deriv, device, x, y, dy, n, xd, yd, stream)
+    }
+
+    /// The backward pass through this (derivative) table on CPU buffers:
+    /// `out = g · table(x)`, the product rounded in f32 and then once to g's dtype.
+    fn _grad_cpu(
+        &self,
+        py: Python<'_>,
+        x: usize,
+        g: usize,
+        out: usize,
+        n: usize,
+        x_dtype: &str,
+        g_dtype: &str,
+    ) -> PyResult<()> {
+        let xd = parse_dtype(py, x_dtype)?;
+        let gd = parse_dtype(py, g_dtype)?;
+        check_ptr(py, "input", x, n, xd)?;
+        check_ptr(py, "gradient", g, n, gd)?;
+        check_ptr(py, "output", out, n, gd)?;
+        let ev = self.evaluator();
+        // SAFETY: the Python caller passes live, contiguous, aligned buffers of n elements.
+        py.detach(|| unsafe { grad_raw(ev, x, g, out, n, xd, gd) });
+        Ok(())
+    }
+
+    /// The backward pass on device pointers on `stream` of device `device`.
+    fn _grad_cuda(
+        &self,
+        py: Python<'_>,
+        device: usize,
+        x: usize,
+        g: usize,
+        out: usize,
+        n: usize,
+        x_dtype: &str,
+        g_dtype: &str,
+        stream: u64,
+    ) -> PyResult<()> {
+        let xd = parse_dtype(py, x_dtype)?;
+        let gd = parse_dtype(py, g_dtype)?;
+        check_ptr(py, "input", x, n, xd)?;
+        check_ptr(py, "gradient", g, n, gd)?;
+        check_ptr(py, "output", out, n, gd)?;
+        crate::cuda::grad_mul(py, self, device, x, g, out, n, xd, gd, stream)
     }
 
     fn __eq__(&self, other: &NativeTable) -> bool {

@@ -91,6 +91,45 @@ def test_backward_in_16bit(random_table, dtype):
     assert torch.equal(x.grad, torch.from_numpy(want).to(dtype))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_backward_with_upstream_gradient_matches_the_f32_product(random_table, dtype):
+    """The fused backward pass: grad * f'(x) in float32, rounded once to grad's dtype,
+    against numpy's float64 product of the oracle's f'(x) (exact for two float32 values)."""
+    x32 = np.concatenate([centres(random_table), [np.nan, np.inf, -np.inf, 0.0, -50.0, 50.0]]).astype(np.float32)
+    x = torch.from_numpy(x32).to(dtype).requires_grad_()
+    g = torch.linspace(-3, 3, x.numel()).to(dtype)
+    g[::7] = 0.0
+    random_table(x).backward(g)
+    d = random_table.derivative()(x.detach().float().numpy()).astype(np.float64)
+    prod = (g.float().numpy().astype(np.float64) * d).astype(np.float32)
+    want = torch.from_numpy(prod).to(dtype)
+    assert x.grad.dtype == dtype
+    assert torch.equal(x.grad.isnan(), want.isnan())
+    ok = ~want.isnan()
+    assert torch.equal(x.grad[ok], want[ok])
+
+
+def test_backward_op_checks_its_inputs(random_table):
+    from pwpa._eval import grad_mul_into
+
+    d = random_table.derivative()
+    x = torch.zeros(8)
+    with pytest.raises(pwpa.ShapeError, match="shapes differ"):
+        grad_mul_into(d, x, torch.zeros(9), torch.zeros(9))
+    with pytest.raises(pwpa.DTypeError, match="gradient dtype int32"):
+        grad_mul_into(d, x, torch.zeros(8, dtype=torch.int32), torch.zeros(8, dtype=torch.int32))
+    with pytest.raises(pwpa.DTypeError, match="differs from the gradient"):
+        grad_mul_into(d, x, torch.zeros(8), torch.zeros(8, dtype=torch.float16))
+    # Non-contiguous gradient and output (views) give the same bits as contiguous ones.
+    xs = torch.linspace(-4, 6, 64)
+    g = torch.linspace(-1, 1, 128)[::2]
+    out = torch.empty(128)[::2]
+    grad_mul_into(d, xs, g, out)
+    want = torch.empty(64)
+    grad_mul_into(d, xs, g.contiguous(), want)
+    assert torch.equal(out, want)
+
+
 def test_torch_compile_fullgraph_forward_and_backward(sigmoid_table):
     torch._dynamo.reset()
     model = nn.Sequential(nn.Linear(8, 16), pt.PwPA(sigmoid_table), nn.Linear(16, 4))

@@ -70,6 +70,41 @@ def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:
     return y
 
 
+def grad_mul_into(deriv: Any, x: Any, grad: Any, out: Any) -> Any:
+    """The backward pass through a derivative table: ``out = grad * deriv(x)``, the
+    product rounded in float32 and then once to grad's dtype, in one pass (one kernel
+    on CUDA). ``out`` has grad's shape, dtype and device. Returns ``out``."""
+    torch = _torch()
+    xd = torch_code(x.dtype, "input")
+    gd = torch_code(grad.dtype, "gradient")
+    if out.dtype != grad.dtype:
+        raise DTypeError(f"output dtype {out.dtype} differs from the gradient's {grad.dtype}")
+    if not (x.device == grad.device == out.device):
+        raise DeviceError(
+            f"input ({x.device}), gradient ({grad.device}) and output ({out.device}) must be on one device"
+        )
+    if tuple(x.shape) != tuple(grad.shape) or tuple(out.shape) != tuple(x.shape):
+        raise ShapeError(
+            f"input {tuple(x.shape)}, gradient {tuple(grad.shape)} and output {tuple(out.shape)} shapes differ"
+        )
+    check_device(x.device)
+    xc = x.contiguous()
+    gc = grad.contiguous()
+    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    n = xc.numel()
+    native = deriv._native
+    if n > 0:
+        if x.device.type == "cpu":
+            native._grad_cpu(xc.data_ptr(), gc.data_ptr(), target.data_ptr(), n, xd, gd)
+        else:
+            index = x.device.index if x.device.index is not None else torch.cuda.current_device()
+            stream = torch.cuda.current_stream(x.device).cuda_stream
+            native._grad_cuda(index, xc.data_ptr(), gc.data_ptr(), target.data_ptr(), n, xd, gd, int(stream))
+    if target is not out:
+        out.copy_(target)
+    return out
+
+
 def check_device(device: Any) -> None:
     """Raises unless pwpa can evaluate on ``device`` (cpu always; cuda with CUDA support)."""
     if device.type == "cpu":
