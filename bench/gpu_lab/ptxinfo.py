@@ -46,3 +46,6 @@ with tempfile.TemporaryDirectory() as t:
     print(out.stderr.strip())
     if "--ptx" in sys.argv:
         print(ptx.value.decode())
+    if "--sass" in sys.argv:
+        nvd = os.environ.get("NVDISASM", "nvdisasm")
+        print(subprocess.run([nvd, "-c", os.path.join(t, "k.cubin")], capture_output=True, text=True).stdout)
