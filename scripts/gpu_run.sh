@@ -54,7 +54,7 @@ unset PWPA_GPU_TEST_QUICK
 # and their runner are tracked files (bindings/python/), so they travel with the tree.
 if ls $G/whl/pwpa-*.whl >/dev/null 2>&1; then
   mkdir -p .whl && cp $G/whl/*.whl .whl/
-  timeout $(tl 200) bash bindings/python/run_gpu_tests.sh -a -q > "$OUT/python.log" 2>&1
+  timeout $(tl 200) bash bindings/python/run_gpu_tests.sh -a > "$OUT/python.log" 2>&1
   step "python tests (GPU + CPU suites)" "rc=$? $(grep -E 'passed|failed' "$OUT/python.log" | tail -1)"
 fi
 

@@ -507,8 +507,10 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
 #if COMPACT
             // Elements in an exp2 tail are evaluated after the rest, gathered from the
             // whole warp into shared memory 32 at a time: with divergent lanes the tail
-            // would otherwise cost every lane of the warp once per element. Every lane
-            // takes part in the warp votes, also past the last chunk (`valid` false).
+            // would otherwise cost every lane of the warp once per element. (When more
+            // than half of the warp's elements are in a tail, gathering saves nothing
+            // and they are evaluated in place.) Every lane takes part in the warp votes,
+            // also past the last chunk (`valid` false).
             float rc[VE];
             {
                 const bool valid = c < nchunks;
@@ -526,12 +528,18 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                     const u32 b = __ballot_sync(0xFFFFFFFFu, tl);
                     pos[k2] = total + __popc(b & lt_mask);
                     total += __popc(b);
-                    if (tl) {
-                        tm |= 1u << k2;
-                        wb[pos[k2]] = xk;
-                    }
+                    tm |= tl ? (1u << k2) : 0u;
                 }
-                if (total > 0) {
+                if (total > 16u * VE) {
+                    // Mostly tail elements (e.g. exp, whose core is tiny): gathering saves
+                    // no pass, so evaluate them in place, element by element.
+#pragma unroll
+                    for (int k2 = 0; k2 < VE; ++k2)
+                        if (tm & (1u << k2)) rc[k2] = eval_exp2_tail(p, chunk_get(in[u], k2));
+                } else if (total > 0) {
+#pragma unroll
+                    for (int k2 = 0; k2 < VE; ++k2)
+                        if (tm & (1u << k2)) wb[pos[k2]] = chunk_get(in[u], k2);
                     __syncwarp();
                     for (u32 j = lane; j < total; j += 32u) wb[j] = eval_exp2_tail(p, wb[j]);
                     __syncwarp();

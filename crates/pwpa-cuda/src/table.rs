@@ -194,8 +194,9 @@ pub struct KernelSpec {
     /// Backward pass: `y = g · table(x)` with the gradient `g` (of `y_dtype`) as a
     /// second input ([`CudaTable::grad_mul_raw`]). Not with `fused`.
     pub grad: bool,
-    /// Warp compaction of exp2-tail elements (f32 input, an exp2 tail, not `fused`):
-    /// `block · 4` floats of shared memory more.
+    /// Warp compaction of exp2-tail elements (an exp2 tail, not `fused`; the host
+    /// enables it for f32 input): a float of shared memory per element of a block's
+    /// 16-byte chunks (`block · 4` for f32 input).
     pub compact: bool,
 }
 
@@ -710,16 +711,20 @@ impl CudaTable {
                 .filter(|b| [256u32, 512, 1024].contains(b))
                 .unwrap_or(1024)
         });
-        // Warp compaction of exp2-tail elements (f32 input: 4 elements per chunk), when
-        // its buffer fits beside the records; PWPA_CUDA_COMPACT=0 turns it off (tuning).
+        // Warp compaction of exp2-tail elements (a float per element of a thread's
+        // 16-byte chunk), when its buffer fits beside the records; PWPA_CUDA_COMPACT=0
+        // turns it off (tuning).
         static COMPACT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         let compact_on = *COMPACT.get_or_init(|| {
             std::env::var("PWPA_CUDA_COMPACT")
                 .map(|v| v != "0")
                 .unwrap_or(true)
         });
-        let cbuf = block as usize * 4 * 4;
+        let cbuf = block as usize * (16 / x_dtype.size()) * 4;
         let rec1 = self.rec_bytes(1) + deriv.map(|d| d.rec_bytes(1)).unwrap_or(0);
+        // Measured on an H100 (2026-11-22): for 16-bit inputs (8 elements per chunk, so
+        // one or two chunks in flight to fit the registers) it made the backward pass
+        // slower (bf16 gelu 0.77 -> 0.93 ms at 2^28), so f32 inputs only.
         let compact = compact_on
             && x_dtype == DType::F32
             && deriv.is_none()
@@ -1031,12 +1036,16 @@ impl CudaTable {
         }
         let (mut spec, smem) = self.spec(x_dtype, y_dtype, deriv);
         spec.grad = grad;
-        if grad && ((x_dtype.size() == 2 && y_dtype == DType::F32) || spec.compact) {
-            // 16 input bytes come with 32 gradient bytes per chunk, or the compaction's
-            // state comes on top of the gradient chunks: four chunks in flight spill at
-            // 1024 threads (64 registers); two do not (nvrtc_compile checks both).
-            spec.unroll = spec.unroll.min(2);
-        }
+        // Chunks in flight that fit in 64 registers per thread (1024 threads) without
+        // spilling (nvrtc_compile checks each case): 16 input bytes with 32 gradient
+        // bytes, or the compaction's state on top of the gradient chunks, allow two.
+        let x16 = x_dtype.size() == 2;
+        let cap = if grad && ((x16 && y_dtype == DType::F32) || spec.compact) {
+            2
+        } else {
+            8
+        };
+        spec.unroll = spec.unroll.min(cap);
         let f = self.loaded_kernel(KernelKey::Poly(spec.clone()))?;
 
         // Vector region: first element where x is 16-byte aligned; y (and dy) must be too.

@@ -121,6 +121,41 @@ fn every_specialisation_compiles_for_sm90() {
         );
         n += 1;
     }
+    // Compaction with 16-bit inputs (8 elements per chunk; the kernel supports it, the
+    // host does not choose it: slower, measured) with one or two chunks in flight.
+    for (xd, yd, grad, unroll) in [
+        (DType::BF16, DType::BF16, true, 1u32),
+        (DType::F16, DType::F32, true, 1),
+        (DType::BF16, DType::F32, false, 2),
+        (DType::F16, DType::F16, false, 2),
+    ] {
+        let spec = KernelSpec {
+            x_dtype: xd,
+            y_dtype: yd,
+            degree: 3,
+            arbitrary: true,
+            tails: (3, 1, 7, 1),
+            fused: None,
+            smem_rec: true,
+            smem_idx: true,
+            unroll,
+            block: 1024,
+            repl: 8,
+            one_step: true,
+            grid_ord: false,
+            crepl: 16,
+            grad,
+            compact: true,
+        };
+        let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
+            .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+        let s = spills(&c.log);
+        assert!(
+            s.is_empty(),
+            "16-bit compacting kernel spills ({xd}->{yd}, grad {grad}): {s:?}"
+        );
+        n += 1;
+    }
     // The backward pass (gradient chunks of every width: 8, 16 and 32 bytes).
     for (xd, yd) in [
         (DType::F32, DType::F32),
