@@ -579,3 +579,36 @@ fn grad_mul_equals_oracle() {
         }
     }
 }
+
+/// Uniform tables with midpoint anchors (which the AVX-512 kernel computes as
+/// fma(i, h, a0) when that reproduces every stored anchor) and the same tables with one
+/// anchor moved by an ulp (looked up), against the oracle.
+#[test]
+fn midpoint_anchor_tables_equal_oracle() {
+    for (lo, hi) in [(-8.0f32, 8.0f32), (-3.25, 8.0), (0.0, 1.0), (-20.0, 4.0)] {
+        for p in [1usize, 16, 100, 256] {
+            for d in [0usize, 3, 7] {
+                let b = Breakpoints::uniform(lo, hi, p).unwrap();
+                let mut anchors = Table::midpoint_anchors(&b);
+                let coeffs: Vec<f32> = (0..p * (d + 1))
+                    .map(|k| ((k * 7919) % 1000) as f32 * 1e-3 - 0.5)
+                    .collect();
+                for perturb in [false, true] {
+                    if perturb {
+                        anchors[p / 2] = f32::from_bits(anchors[p / 2].to_bits() + 1);
+                    }
+                    let t = Table::new(
+                        b.clone(),
+                        d,
+                        anchors.clone(),
+                        coeffs.clone(),
+                        Tail::Clamp,
+                        Tail::Extend,
+                    )
+                    .unwrap();
+                    check_table(&t, p as u64 * 31 + d as u64, 500).unwrap();
+                }
+            }
+        }
+    }
+}

@@ -188,6 +188,10 @@ struct Ctx<'a> {
     right: &'a TailK,
     left_clamp: bool,
     right_clamp: bool,
+    /// Anchors computed as `fma(i, h, a0)` (see `Prepared::anchor_affine`).
+    affine: bool,
+    a0: __m512,
+    ah: __m512,
 }
 
 #[inline]
@@ -508,7 +512,14 @@ unsafe fn step<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize, 
         // SAFETY: idx ∈ [0, P-1] and every column has W ≥ P entries.
         unsafe {
             for v in 0..K {
-                t[v] = _mm512_sub_ps(xp[v], lookup::<W>(c.cols, idx[v], &bm[v]));
+                // The anchor: computed (exactly the stored value, checked when the table
+                // was prepared) or looked up. The branch tests a loop invariant.
+                let a = if c.affine {
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(idx[v]), c.ah, c.a0)
+                } else {
+                    lookup::<W>(c.cols, idx[v], &bm[v])
+                };
+                t[v] = _mm512_sub_ps(xp[v], a);
                 r[v] = lookup::<W>(c.cols.add(W), idx[v], &bm[v]);
             }
             for k in 0..c.d {
@@ -560,6 +571,9 @@ unsafe fn kernel<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize
         right: &pr.right,
         left_clamp: pr.left == TailK::Clamp,
         right_clamp: pr.right == TailK::Clamp,
+        affine: pr.anchor_affine.is_some(),
+        a0: _mm512_set1_ps(pr.anchor_affine.map_or(0.0, |a| a.0)),
+        ah: _mm512_set1_ps(pr.anchor_affine.map_or(0.0, |a| a.1)),
     };
     // Pairs of full vectors, then the rest one vector at a time (the last may be
     // partial). One call site per form, so that `step` is inlined.

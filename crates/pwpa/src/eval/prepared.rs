@@ -80,10 +80,27 @@ pub(crate) struct Prepared {
     /// s = w16 / 2^(ℓ+1)) holds the 2^ℓ probes `B[j·2s + s − 1]`, padded to at least 16
     /// entries; see [`search_levels`].
     pub search: Vec<f32>,
+    /// `Some((a0, h))` when every anchor equals `fma(i as f32, h, a0)` in f32, bit for
+    /// bit (midpoint anchors of uniform tables on ranges such as [-8, 8]): the AVX-512
+    /// kernel then computes anchors instead of looking them up (one permute column
+    /// less, the scarce resource of its P ≤ 256 lookups).
+    pub anchor_affine: Option<(f32, f32)>,
     /// The left tail, for SIMD kernels.
     pub left: TailK,
     /// The right tail, for SIMD kernels.
     pub right: TailK,
+}
+
+/// `Some((a0, h))` when `anchors[i] == fma(i as f32, h, a0)` bit for bit for every i,
+/// with `a0 = anchors[0]` and `h = anchors[1] - anchors[0]` (f32).
+fn affine_anchors(anchors: &[f32]) -> Option<(f32, f32)> {
+    let a0 = *anchors.first()?;
+    let h = anchors.get(1).map_or(0.0, |&a1| a1 - a0);
+    let exact = anchors
+        .iter()
+        .enumerate()
+        .all(|(i, &a)| (i as f32).mul_add(h, a0).to_bits() == a.to_bits());
+    (exact && h.is_finite()).then_some((a0, h))
 }
 
 /// The probe tables of a binary search over `sorted` (a power of two ≥ 16 entries):
@@ -218,6 +235,7 @@ impl Prepared {
             cols16,
             w16,
             search,
+            anchor_affine: affine_anchors(table.anchors()),
             left: TailK::new(table.left_tail()),
             right: TailK::new(table.right_tail()),
         };
@@ -343,5 +361,24 @@ pub(crate) unsafe fn portable<T: crate::Element, U: crate::Element>(
             let x = src.add(j).read().to_f32();
             dst.add(j).write(U::from_f32(pr.eval_f32(table, x)));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::affine_anchors;
+    use crate::{Breakpoints, Table};
+
+    #[test]
+    fn affine_anchors_are_recognised_exactly() {
+        let b = Breakpoints::uniform(-8.0, 8.0, 256).unwrap();
+        let mut a = Table::midpoint_anchors(&b);
+        let (a0, h) = affine_anchors(&a).expect("midpoints of [-8, 8] / 256 are affine in f32");
+        assert_eq!((a0, h), (-7.96875, 0.0625));
+        // One anchor off by one ulp: looked up, not computed.
+        a[100] = f32::from_bits(a[100].to_bits() + 1);
+        assert_eq!(affine_anchors(&a), None);
+        assert_eq!(affine_anchors(&[0.5]), Some((0.5, 0.0)));
+        assert_eq!(affine_anchors(&[]), None);
     }
 }
