@@ -18,6 +18,8 @@
 //   GRID_ORD         1: lookup cells over ordered float keys (log-spaced breakpoints)
 //   COMPACT          1: exp2-tail elements of a warp's chunks are gathered in shared
 //                    memory and evaluated 32 at a time (f32 input, not FUSED)
+//   TAILLUT          1: 16-bit input; the results of every input in an exp2 tail are staged
+//                    in shared memory and looked up by the input's 16-bit ordinal
 //   GRADMUL          1: backward pass, y = g * table(x) with g read from the `dy` argument
 //                    (an OUT_T array): the product rounded in f32, then to OUT_T
 //
@@ -47,6 +49,11 @@ struct Params {
     float inv;           // uniform: inv_step; arbitrary: lookup-grid inverse cell width
     u32 shift;           // GRID_ORD: log2 of the floats per lookup cell
     TailP lt, rt, lt2, rt2;
+    const float* tlut;   // TAILLUT: left-tail results then right-tail results
+    int tk_lo;           // ordinal of the first left-tail input
+    int tk_hi;           // ordinal of the first right-tail input
+    u32 tl_n;            // left-tail entries
+    u32 tl_total;        // all entries
 };
 
 // ---------------------------------------------------------------- element types
@@ -218,12 +225,25 @@ __device__ __forceinline__ u32 piece_index(const Params& p, const uint2* cells, 
 
 #define TXD ((LXD) > (RXD) ? (LXD) : (RXD))
 
+#if TAILLUT
+// Signed ordinal of the 16-bit input whose f32 value is x (exact): monotone, ±0 -> 0.
+__device__ __forceinline__ int ord16_of(float x) {
+#if IN_T == 1
+    const u32 h = f2h(x);
+#else
+    const u32 h = __float_as_uint(x) >> 16;
+#endif
+    return (h & 0x8000u) ? -(int)(h & 0x7FFFu) : (int)h;
+}
+#endif
+
 struct Tab {
     const float4* rec;
     const float4* rec2;
     const uint2* cells;
     const float* bp;
     float* cbuf;  // COMPACT: BLOCK * VE floats, 32 * VE per warp
+    const float* tlut;  // TAILLUT: staged exp2-tail results
 };
 
 __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x, float& y, float& dy) {
@@ -231,7 +251,20 @@ __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x
     float r = horner_rec<DEG, SL, S>(tb.rec, i, x);
     bool left = x < p.lo;
     bool right = x > p.hi;
-#if LT == 3 && RT == 3
+#if TAILLUT
+    // A 16-bit input in an exp2 tail: its result, computed on the host exactly as the
+    // CPU does, from shared memory.
+#if LT == 3
+    if (left) r = tb.tlut[ord16_of(x) - p.tk_lo];
+#else
+    if (left) r = apply_tail<LT, LXD>(p.lt, x, r);
+#endif
+#if RT == 3
+    if (right) r = tb.tlut[p.tl_n + (u32)(ord16_of(x) - p.tk_hi)];
+#else
+    if (right) r = apply_tail<RT, RXD>(p.rt, x, r);
+#endif
+#elif LT == 3 && RT == 3
     // Exp2 tails on both sides: one exp2 sequence with each lane's own side's parameters,
     // so a warp with lanes in both tails runs it once (the same operations per lane as
     // exp2_tail: steps past a side's coefficient count leave q unchanged).
@@ -394,6 +427,16 @@ __device__ __forceinline__ Tab stage(const Params& p) {
     cur += BLOCK * VE / 4;
 #else
     tb.cbuf = nullptr;
+#endif
+#if TAILLUT
+    {
+        float* tl = reinterpret_cast<float*>(cur);
+        for (u32 k = threadIdx.x; k < p.tl_total; k += blockDim.x) tl[k] = p.tlut[k];
+        tb.tlut = tl;
+        cur += (p.tl_total + 3u) / 4u;
+    }
+#else
+    tb.tlut = nullptr;
 #endif
 #if SMEM_REC
     {

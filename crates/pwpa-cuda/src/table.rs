@@ -118,6 +118,84 @@ pub(crate) struct Params {
     rt: TailP,
     lt2: TailP,
     rt2: TailP,
+    /// TAILLUT: the results of the 16-bit inputs in exp2 tails (device address), the
+    /// 16-bit ordinal of the first left-tail and first right-tail input, and the counts.
+    tlut: u64,
+    tk_lo: i32,
+    tk_hi: i32,
+    tl_n: u32,
+    tl_total: u32,
+}
+
+/// For one 16-bit input type: the table's result (f32) for every input in an exp2 tail,
+/// left tail then right tail, each in increasing order (`ord16`), so that the kernel
+/// looks them up instead of computing exp2.
+#[derive(Clone, Debug)]
+pub(crate) struct TailLutHost {
+    vals: Vec<f32>,
+    k_lo: i32,
+    k_hi: i32,
+    nleft: u32,
+}
+
+/// Signed ordinal of a 16-bit float pattern: monotone in its value for non-NaN patterns
+/// (±0 both 0); the kernel's `ord16`.
+fn ord16(h: u16) -> i32 {
+    if h & 0x8000 != 0 {
+        -((h & 0x7FFF) as i32)
+    } else {
+        h as i32
+    }
+}
+
+/// The [`TailLutHost`] of `table` for 16-bit inputs of `dtype` (None: f32, or no exp2 tail).
+fn tail_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
+    let to_f32 = |h: u16| match dtype {
+        DType::F16 => f16::from_bits(h).to_f32(),
+        DType::BF16 => bf16::from_bits(h).to_f32(),
+        DType::F32 => f32::NAN,
+    };
+    if dtype == DType::F32 {
+        return None;
+    }
+    let left = matches!(table.left_tail(), Tail::Exp2 { .. });
+    let right = matches!(table.right_tail(), Tail::Exp2 { .. });
+    if !left && !right {
+        return None;
+    }
+    let (lo, hi) = (table.breakpoints().lo(), table.breakpoints().hi());
+    let mut l: Vec<(i32, f32)> = Vec::new();
+    let mut r: Vec<(i32, f32)> = Vec::new();
+    for h in 0..=u16::MAX {
+        let x = to_f32(h);
+        if x.is_nan() {
+            continue;
+        }
+        if left && x < lo {
+            l.push((ord16(h), table.eval_f32(x)));
+        } else if right && x > hi {
+            r.push((ord16(h), table.eval_f32(x)));
+        }
+    }
+    let mut out = Vec::with_capacity(l.len() + r.len());
+    let mut first = [0i32; 2];
+    for (side, v) in [&mut l, &mut r].into_iter().enumerate() {
+        v.sort_by_key(|e| e.0);
+        // ±0 share ordinal 0 (and value 0, so one result).
+        v.dedup_by_key(|e| e.0);
+        if let Some(f) = v.first() {
+            first[side] = f.0;
+        }
+        // The tail inputs of a side are a contiguous run of ordinals.
+        debug_assert!(v.windows(2).all(|w| w[1].0 == w[0].0 + 1));
+        out.extend(v.iter().map(|e| e.1));
+    }
+    Some(TailLutHost {
+        vals: out,
+        k_lo: first[0],
+        k_hi: first[1],
+        nleft: l.len() as u32,
+    })
 }
 
 /// Tail kind codes of the kernel: 0 constant, 1 linear, 2 extend, 3 exp2; and exp2 coefficient count.
@@ -198,6 +276,9 @@ pub struct KernelSpec {
     /// enables it for f32 input): a float of shared memory per element of a block's
     /// 16-byte chunks (`block · 4` for f32 input).
     pub compact: bool,
+    /// 16-bit input with an exp2 tail: the results of every tail input staged in shared
+    /// memory and looked up (no exp2 per element); not with `fused`.
+    pub taillut: bool,
 }
 
 fn dcode(d: DType) -> u32 {
@@ -248,8 +329,8 @@ impl KernelSpec {
             self.grid_ord as u32,
         );
         s.push_str(&format!(
-            "#define GRADMUL {}\n#define COMPACT {}\n",
-            self.grad as u32, self.compact as u32
+            "#define GRADMUL {}\n#define COMPACT {}\n#define TAILLUT {}\n",
+            self.grad as u32, self.compact as u32, self.taillut as u32
         ));
         match self.fused {
             Some((d2, lt2, rt2, lxd2, rxd2)) => s.push_str(&format!(
@@ -313,6 +394,10 @@ pub struct CudaTable {
     kernel: KernelChoice,
     /// Result tables uploaded so far, per (input, output) dtype pair.
     luts: Mutex<Vec<((DType, DType), DeviceBuffer)>>,
+    /// Exp2-tail results per 16-bit input type (f16, bf16), computed on first use, and
+    /// their device copies.
+    tail_host: [std::sync::OnceLock<Option<TailLutHost>>; 2],
+    tail_dev: Mutex<Vec<(DType, DeviceBuffer)>>,
     /// Kernels looked up so far, per specialisation (building and hashing a kernel's
     /// source on every call cost tens of microseconds of host time per launch).
     kernels: Mutex<HashMap<KernelKey, KernelFn>>,
@@ -602,6 +687,8 @@ impl CudaTable {
             opts,
             kernel,
             luts: Mutex::new(Vec::new()),
+            tail_host: Default::default(),
+            tail_dev: Mutex::new(Vec::new()),
             kernels: Mutex::new(HashMap::new()),
         })
     }
@@ -730,7 +817,24 @@ impl CudaTable {
             && deriv.is_none()
             && (self.tails.0 == 3 || self.tails.1 == 3)
             && rec1 + idx + cbuf <= self.backend.shared_memory_optin();
-        let max = self.backend.shared_memory_optin() - if compact { cbuf } else { 0 };
+        // 16-bit inputs with an exp2 tail: every tail input's result looked up from shared
+        // memory (PWPA_CUDA_TAILLUT=0 turns it off; tuning).
+        static TAILLUT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let taillut_on = *TAILLUT.get_or_init(|| {
+            std::env::var("PWPA_CUDA_TAILLUT")
+                .map(|v| v != "0")
+                .unwrap_or(true)
+        });
+        let tl_bytes = if taillut_on && deriv.is_none() && x_dtype.size() == 2 {
+            self.tail_lut(x_dtype)
+                .map(|t| t.vals.len().div_ceil(4) * 16)
+        } else {
+            None
+        };
+        let taillut =
+            tl_bytes.is_some_and(|b| rec1 + idx + b <= self.backend.shared_memory_optin());
+        let tl_bytes = if taillut { tl_bytes.unwrap_or(0) } else { 0 };
+        let max = self.backend.shared_memory_optin() - if compact { cbuf } else { 0 } - tl_bytes;
         let rec_r =
             |r: u32| (self.rec_bytes(r) + deriv.map(|d| d.rec_bytes(r)).unwrap_or(0)) * r as usize;
         // As many interleaved copies (fewer bank conflicts) as fit with the index data,
@@ -771,7 +875,8 @@ impl CudaTable {
             1
         };
         let idx = self.idx_bytes(crepl);
-        let smem = rec_smem + if smem_idx { idx } else { 0 } + if compact { cbuf } else { 0 };
+        let smem =
+            rec_smem + if smem_idx { idx } else { 0 } + if compact { cbuf } else { 0 } + tl_bytes;
         let fused = deriv.map(|d| {
             (
                 d.table.degree() as u32,
@@ -799,12 +904,47 @@ impl CudaTable {
                 crepl,
                 grad: false,
                 compact,
+                taillut,
             },
             smem,
         )
     }
 
-    fn params(&self, deriv: Option<&CudaTable>, repl: u32) -> Params {
+    /// The exp2-tail results for 16-bit inputs of `dtype` (computed on first use).
+    fn tail_lut(&self, dtype: DType) -> Option<&TailLutHost> {
+        let slot = match dtype {
+            DType::F16 => 0,
+            DType::BF16 => 1,
+            DType::F32 => return None,
+        };
+        self.tail_host[slot]
+            .get_or_init(|| tail_lut_host(&self.table, dtype))
+            .as_ref()
+    }
+
+    /// Device address of [`CudaTable::tail_lut`], uploaded on first use.
+    fn tail_lut_ptr(&self, dtype: DType) -> Result<Option<(u64, &TailLutHost)>> {
+        let Some(host) = self.tail_lut(dtype) else {
+            return Ok(None);
+        };
+        let mut dev = self.tail_dev.lock().map_err(crate::poisoned)?;
+        if let Some((_, b)) = dev.iter().find(|(d, _)| *d == dtype) {
+            return Ok(Some((b.ptr(), host)));
+        }
+        let buf = DeviceBuffer::from_slice(&self.backend, &host.vals)?;
+        // As for the result tables: the kernel may run on any stream.
+        sync(&self.backend)?;
+        let p = buf.ptr();
+        dev.push((dtype, buf));
+        Ok(Some((p, host)))
+    }
+
+    fn params(
+        &self,
+        deriv: Option<&CudaTable>,
+        repl: u32,
+        tl: Option<(u64, &TailLutHost)>,
+    ) -> Params {
         let b = self.table.breakpoints();
         Params {
             rec: self.rec_ptr(repl),
@@ -821,6 +961,11 @@ impl CudaTable {
             rt: self.rt,
             lt2: deriv.map(|d| d.lt).unwrap_or_default(),
             rt2: deriv.map(|d| d.rt).unwrap_or_default(),
+            tlut: tl.map_or(0, |t| t.0),
+            tk_lo: tl.map_or(0, |t| t.1.k_lo),
+            tk_hi: tl.map_or(0, |t| t.1.k_hi),
+            tl_n: tl.map_or(0, |t| t.1.nleft),
+            tl_total: tl.map_or(0, |t| t.1.vals.len() as u32),
         }
     }
 
@@ -1063,7 +1208,12 @@ impl CudaTable {
         let block = spec.block;
         let (grid, mut pctr) =
             self.grid_and_tickets(f, block, smem, spec.unroll, nchunks, nscalar, stream)?;
-        let mut params = self.params(deriv, spec.repl);
+        let tl = if spec.taillut {
+            self.tail_lut_ptr(x_dtype)?
+        } else {
+            None
+        };
+        let mut params = self.params(deriv, spec.repl, tl);
         let (mut px, mut py, mut pdy, mut pn, mut pv, mut pc) = (x, y, dy, n as u64, vbeg, nchunks);
         let mut args: [*mut std::ffi::c_void; 8] = [
             &mut px as *mut _ as *mut _,
@@ -1250,4 +1400,90 @@ fn sync(b: &CudaBackend) -> Result<()> {
         unsafe { sys::cuCtxSynchronize() },
         "synchronising after a kernel",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ord16, tail_lut_host};
+    use pwpa::{bf16, f16, Breakpoints, DType, Table, Tail};
+
+    /// The exp2-tail result tables for 16-bit inputs hold, for every non-NaN input in an
+    /// exp2 tail, exactly the CPU's result at the index the kernel computes.
+    #[test]
+    fn tail_tables_index_every_tail_input() {
+        let b = Breakpoints::uniform(-2.0, 1.5, 4).unwrap();
+        let anchors = Table::midpoint_anchors(&b);
+        for (left, right) in [
+            (
+                Tail::Exp2 {
+                    negative: false,
+                    anchor: -2.0,
+                    coeffs: vec![0.25, 1.5, -0.5],
+                },
+                Tail::Exp2 {
+                    negative: true,
+                    anchor: 1.5,
+                    coeffs: vec![-1.0, 0.5],
+                },
+            ),
+            (
+                Tail::Constant { value: 0.0 },
+                Tail::Exp2 {
+                    negative: false,
+                    anchor: 1.5,
+                    coeffs: vec![-0.75, 2.0],
+                },
+            ),
+        ] {
+            let t = Table::new(
+                b.clone(),
+                1,
+                anchors.clone(),
+                [0.5, 0.25].repeat(4),
+                left.clone(),
+                right,
+            )
+            .unwrap();
+            for dt in [DType::F16, DType::BF16] {
+                let h = tail_lut_host(&t, dt).expect("an exp2 tail");
+                let mut seen = 0;
+                for bits in 0..=u16::MAX {
+                    let x = if dt == DType::F16 {
+                        f16::from_bits(bits).to_f32()
+                    } else {
+                        bf16::from_bits(bits).to_f32()
+                    };
+                    let k = ord16(bits);
+                    let got = if x < -2.0 && matches!(left, Tail::Exp2 { .. }) {
+                        h.vals[(k - h.k_lo) as usize]
+                    } else if x > 1.5 {
+                        h.vals[(h.nleft as i32 + k - h.k_hi) as usize]
+                    } else {
+                        continue;
+                    };
+                    seen += 1;
+                    assert_eq!(
+                        got.to_bits(),
+                        t.eval_f32(x).to_bits(),
+                        "{dt} input {bits:#06x}"
+                    );
+                }
+                // ±0 are not tail inputs here, so every tail input has its own entry.
+                assert_eq!(seen, h.vals.len());
+            }
+        }
+        assert!(tail_lut_host(
+            &Table::new(
+                b,
+                1,
+                anchors,
+                [0.5, 0.25].repeat(4),
+                Tail::Clamp,
+                Tail::Extend
+            )
+            .unwrap(),
+            DType::BF16
+        )
+        .is_none());
+    }
 }

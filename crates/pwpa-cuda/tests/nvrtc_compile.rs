@@ -72,6 +72,9 @@ fn every_specialisation_compiles_for_sm90() {
                                 compact: fused.is_none()
                                     && xd == DType::F32
                                     && (tails.0 == 3 || tails.1 == 3),
+                                taillut: fused.is_none()
+                                    && xd != DType::F32
+                                    && (tails.0 == 3 || tails.1 == 3),
                             };
                             let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
                                 .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
@@ -111,6 +114,7 @@ fn every_specialisation_compiles_for_sm90() {
             crepl: 16,
             grad: false,
             compact: true,
+            taillut: false,
         };
         let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
             .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
@@ -146,6 +150,7 @@ fn every_specialisation_compiles_for_sm90() {
             crepl: 16,
             grad,
             compact: true,
+            taillut: false,
         };
         let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
             .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
@@ -186,6 +191,7 @@ fn every_specialisation_compiles_for_sm90() {
             crepl: 16,
             grad: true,
             compact: xd == DType::F32,
+            taillut: xd != DType::F32,
         };
         let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
             .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
