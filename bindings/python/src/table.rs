@@ -103,6 +103,37 @@ fn check_ptr(py: Python<'_>, what: &str, ptr: usize, n: usize, dtype: DType) -> 
     Ok(())
 }
 
+/// `$body` with the type parameters `$t` and `$u` bound to the element types of the
+/// dtypes `$a` and `$b` (every one of the nine pairs).
+macro_rules! by_dtypes {
+    ($a:expr, $b:expr, |$t:ident, $u:ident| $body:expr) => {{
+        macro_rules! inner {
+            ($tt:ty) => {{
+                type $t = $tt;
+                match $b {
+                    DType::F32 => {
+                        type $u = f32;
+                        $body
+                    }
+                    DType::F16 => {
+                        type $u = f16;
+                        $body
+                    }
+                    DType::BF16 => {
+                        type $u = bf16;
+                        $body
+                    }
+                }
+            }};
+        }
+        match $a {
+            DType::F32 => inner!(f32),
+            DType::F16 => inner!(f16),
+            DType::BF16 => inner!(bf16),
+        }
+    }};
+}
+
 /// Evaluates `n` elements from `x` into `y`, handling aliasing: same buffer and
 /// type → in place; any other overlap → the input is copied first.
 ///
@@ -138,20 +169,8 @@ unsafe fn eval_typed<T: Element, U: Element>(ev: &Evaluator, x: usize, y: usize,
 /// # Safety
 /// As [`eval_typed`], with `x`/`y` holding elements of `xd`/`yd`.
 pub(crate) unsafe fn eval_raw(ev: &Evaluator, x: usize, y: usize, n: usize, xd: DType, yd: DType) {
-    macro_rules! go {
-        ($t:ty) => {
-            match yd {
-                DType::F32 => unsafe { eval_typed::<$t, f32>(ev, x, y, n) },
-                DType::F16 => unsafe { eval_typed::<$t, f16>(ev, x, y, n) },
-                DType::BF16 => unsafe { eval_typed::<$t, bf16>(ev, x, y, n) },
-            }
-        };
-    }
-    match xd {
-        DType::F32 => go!(f32),
-        DType::F16 => go!(f16),
-        DType::BF16 => go!(bf16),
-    }
+    // SAFETY: forwarded contract.
+    by_dtypes!(xd, yd, |T, U| unsafe { eval_typed::<T, U>(ev, x, y, n) })
 }
 
 /// The backward pass on raw buffers, handling aliasing: `out` equal to `g` (or to `x`
@@ -193,20 +212,10 @@ unsafe fn grad_typed<T: Element, G: Element>(
 /// # Safety
 /// As [`grad_typed`].
 unsafe fn grad_raw(ev: &Evaluator, x: usize, g: usize, out: usize, n: usize, xd: DType, gd: DType) {
-    macro_rules! go {
-        ($t:ty) => {
-            match gd {
-                DType::F32 => unsafe { grad_typed::<$t, f32>(ev, x, g, out, n) },
-                DType::F16 => unsafe { grad_typed::<$t, f16>(ev, x, g, out, n) },
-                DType::BF16 => unsafe { grad_typed::<$t, bf16>(ev, x, g, out, n) },
-            }
-        };
-    }
-    match xd {
-        DType::F32 => go!(f32),
-        DType::F16 => go!(f16),
-        DType::BF16 => go!(bf16),
-    }
+    // SAFETY: forwarded contract.
+    by_dtypes!(xd, gd, |T, G| unsafe {
+        grad_typed::<T, G>(ev, x, g, out, n)
+    })
 }
 
 #[pymethods]

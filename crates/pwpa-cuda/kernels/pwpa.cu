@@ -225,6 +225,26 @@ __device__ __forceinline__ u32 piece_index(const Params& p, const uint2* cells, 
 
 #define TXD ((LXD) > (RXD) ? (LXD) : (RXD))
 
+#if LT == 3 && RT == 3
+// Exp2 tails on both sides: one exp2 sequence with each lane's own side's parameters, so
+// a warp with lanes in both tails runs it once (the same operations per lane as
+// exp2_tail: steps past a side's coefficient count leave q unchanged). x is in a tail.
+__device__ __forceinline__ float exp2_both_tails(const Params& p, float x) {
+    const bool left = x < p.lo;
+    float t = __fsub_rn(x, left ? p.lt.b : p.rt.b);
+    float q = left ? p.lt.c[0] : p.rt.c[0];
+#pragma unroll
+    for (int k = 1; k < TXD; ++k) {
+        const bool use = left ? (k < LXD) : (k < RXD);
+        const float ck = left ? p.lt.c[k < LXD ? k : 0] : p.rt.c[k < RXD ? k : 0];
+        const float qn = __fmaf_rn(q, t, ck);
+        q = use ? qn : q;
+    }
+    const float v = pwpa_exp2(q);
+    return ((left ? p.lt.a : p.rt.a) != 0.0f) ? -v : v;
+}
+#endif
+
 #if TAILLUT
 // Signed ordinal of the 16-bit input whose f32 value is x (exact): monotone, ±0 -> 0.
 __device__ __forceinline__ int ord16_of(float x) {
@@ -265,22 +285,7 @@ __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x
     if (right) r = apply_tail<RT, RXD>(p.rt, x, r);
 #endif
 #elif LT == 3 && RT == 3
-    // Exp2 tails on both sides: one exp2 sequence with each lane's own side's parameters,
-    // so a warp with lanes in both tails runs it once (the same operations per lane as
-    // exp2_tail: steps past a side's coefficient count leave q unchanged).
-    if (left || right) {
-        float t = __fsub_rn(x, left ? p.lt.b : p.rt.b);
-        float q = left ? p.lt.c[0] : p.rt.c[0];
-#pragma unroll
-        for (int k = 1; k < TXD; ++k) {
-            const bool use = left ? (k < LXD) : (k < RXD);
-            const float ck = left ? p.lt.c[k < LXD ? k : 0] : p.rt.c[k < RXD ? k : 0];
-            const float qn = __fmaf_rn(q, t, ck);
-            q = use ? qn : q;
-        }
-        const float v = pwpa_exp2(q);
-        r = ((left ? p.lt.a : p.rt.a) != 0.0f) ? -v : v;
-    }
+    if (left || right) r = exp2_both_tails(p, x);
 #else
     if (left) r = apply_tail<LT, LXD>(p.lt, x, r);
     if (right) r = apply_tail<RT, RXD>(p.rt, x, r);
@@ -318,18 +323,7 @@ __device__ __forceinline__ bool in_exp2_tail(const Params& p, float x) {
 }
 __device__ __forceinline__ float eval_exp2_tail(const Params& p, float x) {
 #if LT == 3 && RT == 3
-    const bool left = x < p.lo;
-    float t = __fsub_rn(x, left ? p.lt.b : p.rt.b);
-    float q = left ? p.lt.c[0] : p.rt.c[0];
-#pragma unroll
-    for (int k = 1; k < TXD; ++k) {
-        const bool use = left ? (k < LXD) : (k < RXD);
-        const float ck = left ? p.lt.c[k < LXD ? k : 0] : p.rt.c[k < RXD ? k : 0];
-        const float qn = __fmaf_rn(q, t, ck);
-        q = use ? qn : q;
-    }
-    const float v = pwpa_exp2(q);
-    return ((left ? p.lt.a : p.rt.a) != 0.0f) ? -v : v;
+    return exp2_both_tails(p, x);
 #elif LT == 3
     return exp2_tail<LXD>(p.lt, x);
 #else

@@ -25,6 +25,39 @@ fn spills(log: &str) -> Vec<String> {
         .collect()
 }
 
+/// A degree-3 arbitrary-breakpoint kernel with an exp2 left tail as the host launches
+/// large-block kernels (1024 threads, 8 record copies, one-step grid, 16 cell copies);
+/// the specs below change what they test.
+fn large_block_spec(xd: DType, yd: DType) -> KernelSpec {
+    KernelSpec {
+        x_dtype: xd,
+        y_dtype: yd,
+        degree: 3,
+        arbitrary: true,
+        tails: (3, 1, 7, 1),
+        fused: None,
+        smem_rec: true,
+        smem_idx: true,
+        unroll: 4,
+        block: 1024,
+        repl: 8,
+        one_step: true,
+        grid_ord: false,
+        crepl: 16,
+        grad: false,
+        compact: false,
+        taillut: false,
+    }
+}
+
+/// Compiles `spec` for sm_90 and fails if ptxas reports spills.
+fn compiles_without_spills(spec: &KernelSpec) {
+    let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
+        .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+    let s = spills(&c.log);
+    assert!(s.is_empty(), "{spec:?} spills: {s:?}");
+}
+
 #[test]
 fn every_specialisation_compiles_for_sm90() {
     if !compile::nvrtc_present() {
@@ -97,32 +130,14 @@ fn every_specialisation_compiles_for_sm90() {
         ((1, 3, 1, 8), DType::BF16, true),
         ((3, 0, 4, 1), DType::F16, true),
     ] {
-        let spec = KernelSpec {
-            x_dtype: DType::F32,
-            y_dtype: yd,
-            degree: 3,
+        compiles_without_spills(&KernelSpec {
             arbitrary,
             tails,
-            fused: None,
-            smem_rec: true,
             smem_idx: arbitrary,
-            unroll: 4,
-            block: 1024,
-            repl: 8,
             one_step: arbitrary,
-            grid_ord: false,
-            crepl: 16,
-            grad: false,
             compact: true,
-            taillut: false,
-        };
-        let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
-            .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
-        let s = spills(&c.log);
-        assert!(
-            s.is_empty(),
-            "compacting kernel spills ({tails:?} -> {yd}): {s:?}"
-        );
+            ..large_block_spec(DType::F32, yd)
+        });
         n += 1;
     }
     // Compaction with 16-bit inputs (8 elements per chunk; the kernel supports it, the
@@ -133,32 +148,12 @@ fn every_specialisation_compiles_for_sm90() {
         (DType::BF16, DType::F32, false, 2),
         (DType::F16, DType::F16, false, 2),
     ] {
-        let spec = KernelSpec {
-            x_dtype: xd,
-            y_dtype: yd,
-            degree: 3,
-            arbitrary: true,
-            tails: (3, 1, 7, 1),
-            fused: None,
-            smem_rec: true,
-            smem_idx: true,
+        compiles_without_spills(&KernelSpec {
             unroll,
-            block: 1024,
-            repl: 8,
-            one_step: true,
-            grid_ord: false,
-            crepl: 16,
             grad,
             compact: true,
-            taillut: false,
-        };
-        let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
-            .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
-        let s = spills(&c.log);
-        assert!(
-            s.is_empty(),
-            "16-bit compacting kernel spills ({xd}->{yd}, grad {grad}): {s:?}"
-        );
+            ..large_block_spec(xd, yd)
+        });
         n += 1;
     }
     // The backward pass (gradient chunks of every width: 8, 16 and 32 bytes).
@@ -168,15 +163,8 @@ fn every_specialisation_compiles_for_sm90() {
         (DType::F16, DType::F32),
         (DType::F32, DType::BF16),
     ] {
-        let spec = KernelSpec {
-            x_dtype: xd,
-            y_dtype: yd,
+        compiles_without_spills(&KernelSpec {
             degree: 2,
-            arbitrary: true,
-            tails: (3, 1, 7, 1),
-            fused: None,
-            smem_rec: true,
-            smem_idx: true,
             // As the host launches it: two chunks in flight for 16-bit in, f32 out.
             // (compact is on for every f32 input here)
             unroll: if (xd.size() == 2 && yd == DType::F32) || xd == DType::F32 {
@@ -184,19 +172,11 @@ fn every_specialisation_compiles_for_sm90() {
             } else {
                 4
             },
-            block: 1024,
-            repl: 8,
-            one_step: true,
-            grid_ord: false,
-            crepl: 16,
             grad: true,
             compact: xd == DType::F32,
             taillut: xd != DType::F32,
-        };
-        let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
-            .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
-        let s = spills(&c.log);
-        assert!(s.is_empty(), "backward kernel spills ({xd}->{yd}): {s:?}");
+            ..large_block_spec(xd, yd)
+        });
         n += 1;
     }
     for dt in 0..3 {

@@ -41,6 +41,13 @@ def torch_code(dtype: Any, what: str = "input") -> str:
     return code
 
 
+def cuda_target(device: Any) -> tuple:
+    """(device ordinal, PyTorch's current stream on it as an int) for a CUDA device."""
+    torch = _torch()
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return index, int(torch.cuda.current_stream(device).cuda_stream)
+
+
 def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:
     """Evaluates ``table`` on tensor ``x`` into tensor ``y`` (same shape and device;
     dtypes f32/f16/bf16, possibly different). No autograd. Returns ``y``."""
@@ -62,9 +69,8 @@ def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:
         if x.device.type == "cpu":
             native._eval_cpu(xc.data_ptr(), target.data_ptr(), n, xd, yd)
         else:
-            index = x.device.index if x.device.index is not None else torch.cuda.current_device()
-            stream = torch.cuda.current_stream(x.device).cuda_stream
-            native._eval_cuda(index, xc.data_ptr(), target.data_ptr(), n, xd, yd, int(stream))
+            index, stream = cuda_target(x.device)
+            native._eval_cuda(index, xc.data_ptr(), target.data_ptr(), n, xd, yd, stream)
     if target is not y:
         y.copy_(target)
     return y
@@ -97,9 +103,8 @@ def grad_mul_into(deriv: Any, x: Any, grad: Any, out: Any) -> Any:
         if x.device.type == "cpu":
             native._grad_cpu(xc.data_ptr(), gc.data_ptr(), target.data_ptr(), n, xd, gd)
         else:
-            index = x.device.index if x.device.index is not None else torch.cuda.current_device()
-            stream = torch.cuda.current_stream(x.device).cuda_stream
-            native._grad_cuda(index, xc.data_ptr(), gc.data_ptr(), target.data_ptr(), n, xd, gd, int(stream))
+            index, stream = cuda_target(x.device)
+            native._grad_cuda(index, xc.data_ptr(), gc.data_ptr(), target.data_ptr(), n, xd, gd, stream)
     if target is not out:
         out.copy_(target)
     return out

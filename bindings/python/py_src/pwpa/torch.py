@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from . import Table, _lookup
-from ._eval import eval_tensor_into, grad_mul_into, torch_code
+from ._eval import cuda_target, eval_tensor_into, grad_mul_into, torch_code
 
 __all__ = ["PwPA", "replace_activations", "pwpa_eval", "value_and_derivative"]
 
@@ -89,11 +89,10 @@ def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.
         xc = x.contiguous()
         n = xc.numel()
         if n:
-            index = x.device.index if x.device.index is not None else torch.cuda.current_device()
-            stream = torch.cuda.current_stream(x.device).cuda_stream
+            index, stream = cuda_target(x.device)
             code = torch_code(x.dtype)
             table._native._eval_cuda_with_derivative(
-                d._native, index, xc.data_ptr(), y.data_ptr(), dy.data_ptr(), n, code, code, int(stream)
+                d._native, index, xc.data_ptr(), y.data_ptr(), dy.data_ptr(), n, code, code, stream
             )
         return y, dy
     eval_tensor_into(table, x, y)

@@ -374,28 +374,25 @@ impl Evaluator {
             // SAFETY: elements [j, j + m) of x, g and out are valid; x and g are read in
             // full (into d and w) before any element of out in that range is written.
             unsafe {
-                if gk == Some(0) && !std::ptr::eq(out, g) {
-                    // f32 gradient: f′(x) straight into out, then the products in place
-                    // (the block is still in L1).
-                    let o = out.add(j) as *mut f32;
-                    self.run_lut(lut, x.add(j), o, m);
-                    let gs = std::slice::from_raw_parts(g.add(j) as *const f32, m);
-                    let o = std::slice::from_raw_parts_mut(o, m);
-                    for (p, &v) in o.iter_mut().zip(gs) {
-                        *p = canon(v * *p);
-                    }
-                    j += m;
-                    continue;
-                }
-                self.run_lut(lut, x.add(j), d.as_mut_ptr(), m);
-                let (d, w) = (&mut d[..m], &mut w[..m]);
+                // An f32 gradient not written over in place: f′(x) straight into out, the
+                // products then in place (the block is still in L1); else via `d`.
+                let direct = gk == Some(0) && !std::ptr::eq(out, g);
+                let dp = if direct {
+                    out.add(j) as *mut f32
+                } else {
+                    d.as_mut_ptr()
+                };
+                self.run_lut(lut, x.add(j), dp, m);
+                let (d, w) = (std::slice::from_raw_parts_mut(dp, m), &mut w[..m]);
                 match gk {
                     Some(0) => {
                         let gs = std::slice::from_raw_parts(g.add(j) as *const f32, m);
                         for (p, &v) in d.iter_mut().zip(gs) {
                             *p = canon(v * *p);
                         }
-                        std::ptr::copy(d.as_ptr(), out.add(j) as *mut f32, m);
+                        if !direct {
+                            std::ptr::copy(d.as_ptr(), out.add(j) as *mut f32, m);
+                        }
                     }
                     Some(1) => {
                         let gs = std::slice::from_raw_parts(g.add(j) as *const half::f16, m);

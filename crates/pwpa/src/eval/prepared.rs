@@ -91,6 +91,20 @@ pub(crate) struct Prepared {
     pub right: TailK,
 }
 
+/// The `d + 2` columns of the first `p` rows (of `stride` floats), each zero-padded to
+/// `width` entries (empty when `width` is 0).
+fn columns(rows: &[f32], stride: usize, p: usize, d: usize, width: usize) -> Vec<f32> {
+    let mut cols = vec![0.0f32; width * (d + 2)];
+    if width > 0 {
+        for i in 0..p {
+            for k in 0..d + 2 {
+                cols[k * width + i] = rows[i * stride + k];
+            }
+        }
+    }
+    cols
+}
+
 /// `Some((a0, h))` when `anchors[i] == fma(i as f32, h, a0)` bit for bit for every i,
 /// with `a0 = anchors[0]` and `h = anchors[1] - anchors[0]` (f32).
 fn affine_anchors(anchors: &[f32]) -> Option<(f32, f32)> {
@@ -187,27 +201,13 @@ impl Prepared {
             17..=32 => 32,
             _ => 0,
         };
-        let mut soa = vec![0.0f32; soa_width * (d + 2)];
-        if soa_width > 0 {
-            for i in 0..p {
-                for k in 0..d + 2 {
-                    soa[k * soa_width + i] = rows[i * stride + k];
-                }
-            }
-        }
+        let soa = columns(&rows, stride, p, d, soa_width);
         let w16 = match p {
             0..=16 => 16,
             17..=256 => p.next_power_of_two(),
             _ => 0,
         };
-        let mut cols16 = vec![0.0f32; w16 * (d + 2)];
-        if w16 > 0 {
-            for i in 0..p {
-                for k in 0..d + 2 {
-                    cols16[k * w16 + i] = rows[i * stride + k];
-                }
-            }
-        }
+        let cols16 = columns(&rows, stride, p, d, w16);
         let search = match b {
             Breakpoints::Arbitrary(points) if w16 > 0 => {
                 let mut s = vec![f32::INFINITY; w16];
