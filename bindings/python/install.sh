@@ -16,7 +16,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 vpy="$venv/bin/python"
 if ! "$vpy" -c "import maturin, numpy" 2>/dev/null; then
-  "$vpy" -m pip install --quiet --disable-pip-version-check "maturin>=1.16,<2" numpy
+  "$vpy" -m pip install --quiet --disable-pip-version-check --no-cache-dir "maturin>=1.16,<2" numpy
 fi
 
 wheels="${PWPA_WHEEL_DIR:-$here/target/wheels}"
