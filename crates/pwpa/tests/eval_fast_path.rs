@@ -382,7 +382,8 @@ fn every_width_and_tail_kind() {
         1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
     ] {
         for uniform in [true, false] {
-            for d in [0, 1, 2, 3, 7, 15] {
+            // D = 4 and 5 straddle the row-load threshold at W = 256 (ROWS_FROM_DEGREE).
+            for d in [0, 1, 2, 3, 4, 5, 7, 15] {
                 case += 1;
                 let base = random_table(1000 + case, p, d, uniform);
                 let (lo, hi) = (base.breakpoints().lo(), base.breakpoints().hi());
@@ -586,8 +587,9 @@ fn grad_mul_equals_oracle() {
 #[test]
 fn midpoint_anchor_tables_equal_oracle() {
     for (lo, hi) in [(-8.0f32, 8.0f32), (-3.25, 8.0), (0.0, 1.0), (-20.0, 4.0)] {
-        for p in [1usize, 16, 100, 256] {
-            for d in [0usize, 3, 7] {
+        // 300 and 4096: the per-lane row loads (coefficient-only rows when computed).
+        for p in [1usize, 16, 100, 256, 300, 4096] {
+            for d in [0usize, 3, 4, 7, 8, 15] {
                 let b = Breakpoints::uniform(lo, hi, p).unwrap();
                 let mut anchors = Table::midpoint_anchors(&b);
                 let coeffs: Vec<f32> = (0..p * (d + 1))

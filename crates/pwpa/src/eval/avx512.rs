@@ -7,8 +7,10 @@
 //! - coefficients (and anchors) come from registers: for P ≤ 256 the table is kept as
 //!   SoA columns of W = 16…256 entries and looked up with `vpermps`/`vpermt2ps`
 //!   (32 entries per permute) and a tree of mask blends on bits 5–7 of the index;
-//!   larger uniform tables load each lane's row (128- or 256-bit loads) and transpose;
-//! - arbitrary breakpoints (P ≤ [`MAX_SEARCH`]) are found by a branchless binary
+//!   larger tables load each lane's row (128- or 256-bit loads) and transpose; when
+//!   the anchors are computed (`fma(i, h, a0)`) the rows hold only c_0 … c_D (4
+//!   floats at D = 3 instead of 8);
+//! - arbitrary breakpoints (P ≤ 256) are found by a branchless binary
 //!   search over `b_1 … b_{P-1}` (padded with +Inf), one register permute per step:
 //!   the index is the number of interior breakpoints ≤ x, the oracle's rule;
 //! - NaN and both tails are computed in SIMD too (clamp and extend by the edge piece,
@@ -16,7 +18,10 @@
 //!   `exp2_f32` vectorised step for step, only when a vector has such a lane);
 //! - the last `n % 16` elements use masked loads and stores.
 //!
-//! Arbitrary breakpoints with P > [`MAX_SEARCH`] use the lookup grid per lane (a scalar piece search per lane, SIMD tails).
+//! Arbitrary breakpoints with P > 256 use the lookup grid per lane (a scalar piece
+//! search per lane, SIMD tails). At W = 256 and D ≥ [`ROWS_FROM_DEGREE`] the
+//! coefficients come from the per-lane row loads even when the index came from
+//! registers.
 //! Gathers (`vgatherdps`) were measured 1.3–3× slower than these on the development
 //! machine (a VM, presumably with microcoded gathers) and are not used.
 
@@ -25,9 +30,6 @@ use std::arch::x86_64::*;
 use super::avx2::{BF16, F16, F32};
 use super::prepared::{Prepared, TailK};
 use crate::table::EXP2_POLY_BITS;
-
-/// Largest P whose arbitrary breakpoints are searched in registers.
-pub(crate) const MAX_SEARCH: usize = 64;
 
 /// Whether this CPU runs the kernels.
 pub(crate) fn available() -> bool {
@@ -41,12 +43,22 @@ pub(crate) fn available() -> bool {
 /// Largest register-resident column (W); larger tables load rows per lane.
 pub(crate) const MAX_REG: usize = 256;
 
-/// The register width W of a table: 16 … 256, or 0 for the per-lane row loads.
-fn reg_width(pr: &Prepared) -> usize {
-    if pr.w16 > 0 && pr.w16 <= if pr.uniform { MAX_REG } else { MAX_SEARCH } {
-        pr.w16
+/// Smallest degree at which a 256-entry table loads rows instead of permuting
+/// registers (measured on the development VM: at W = 256 the permute cost grows with
+/// each column, 15 instructions per column, while a row load is one per lane: rows
+/// win from D = 5, permutes up to D = 4; below W = 256 permutes always win).
+const ROWS_FROM_DEGREE: usize = 5;
+
+/// The kernel of a table: (W, ROWS). W is the register width of its columns (16 …
+/// 256) — for arbitrary breakpoints also the width of the register binary search — or
+/// 0 (uniform: rows for P > 256; arbitrary: the lookup grid per lane, P > 256). ROWS:
+/// the coefficients come from per-lane row loads instead of register permutes.
+fn plan(pr: &Prepared) -> (usize, bool) {
+    let w = pr.w16;
+    if w == 0 || w > MAX_REG {
+        (0, true)
     } else {
-        0
+        (w, w == MAX_REG && pr.d >= ROWS_FROM_DEGREE)
     }
 }
 
@@ -130,38 +142,47 @@ unsafe fn block4(rows: *const f32, offs: &[u32; 16]) -> [__m512; 4] {
 }
 
 /// Horner over the rows at `offs` (one per lane): t = x − anchor, then FMA steps.
+/// With `anchor` given (computed anchors), the rows are `c.crows` (coefficients
+/// only); otherwise `c.rows`, whose first column is the anchor.
 #[inline(always)]
-unsafe fn rows_horner(c: &Ctx<'_>, offs: &[u32; 16], xp: __m512) -> __m512 {
+unsafe fn rows_horner(c: &Ctx<'_>, offs: &[u32; 16], xp: __m512, anchor: Option<__m512>) -> __m512 {
     // SAFETY (whole fn): forwarded; rows are padded so that whole blocks are readable.
     // (Always inlined, without its own target features, so that it lands in the
     // AVX-512 kernel and the intrinsics with it.)
     unsafe {
-        let d = c.d;
-        if c.stride == 4 {
-            let k = block4(c.rows, offs);
-            let t = _mm512_sub_ps(xp, k[0]);
-            let mut r = k[1];
-            if d >= 1 {
-                r = _mm512_fmadd_ps(r, t, k[2]);
-            }
-            if d >= 2 {
-                r = _mm512_fmadd_ps(r, t, k[3]);
+        let (rows, stride, skip) = match anchor {
+            Some(_) => (c.crows, c.cstride, 0),
+            None => (c.rows, c.stride, 1),
+        };
+        // Columns of the row: [anchor] (when skip = 1), then c_0 … c_D.
+        let ncol = c.d + 1 + skip;
+        let mut t = anchor.map_or(_mm512_setzero_ps(), |a| _mm512_sub_ps(xp, a));
+        let mut r = _mm512_setzero_ps();
+        // A macro, not a closure (see `block8`).
+        macro_rules! step {
+            ($q:expr, $k:expr) => {{
+                let (q, k) = ($q, $k);
+                if q < skip {
+                    t = _mm512_sub_ps(xp, k);
+                } else if q == skip {
+                    r = k;
+                } else {
+                    r = _mm512_fmadd_ps(r, t, k);
+                }
+            }};
+        }
+        if stride == 4 {
+            let k = block4(rows, offs);
+            for (q, &kq) in k.iter().enumerate().take(ncol) {
+                step!(q, kq);
             }
             return r;
         }
-        let k = block8(c.rows, offs, 0);
-        let t = _mm512_sub_ps(xp, k[0]);
-        let mut r = k[1];
-        for q in 2..(d + 2).min(8) {
-            r = _mm512_fmadd_ps(r, t, k[q]);
-        }
-        let mut col = 8;
-        while col < d + 2 {
-            let k = block8(c.rows, offs, col / 8);
-            for q in 0..8 {
-                if col + q < d + 2 {
-                    r = _mm512_fmadd_ps(r, t, k[q]);
-                }
+        let mut col = 0;
+        while col < ncol {
+            let k = block8(rows, offs, col / 8);
+            for (q, &kq) in k.iter().enumerate().take(ncol - col) {
+                step!(col + q, kq);
             }
             col += 8;
         }
@@ -182,6 +203,9 @@ struct Ctx<'a> {
     cols: *const f32,
     rows: *const f32,
     stride: usize,
+    /// `Prepared::coef_rows` and `coef_stride` (used when `affine`).
+    crows: *const f32,
+    cstride: usize,
     search: *const f32,
     d: usize,
     left: &'a TailK,
@@ -333,13 +357,13 @@ unsafe fn search<const W: usize, const K: usize>(
     }
 }
 
-/// `exp2_f32` of [`crate::table`], lane by lane with the same operations.
+/// `exp2_f32` of [`crate::table`], lane by lane with the same operations, for the
+/// lanes of `m` (the others are unspecified). When every lane of `m` has
+/// −125 ≤ p ≤ 127 (so n = round(p) ∈ [−125, 127], a normal 2^n, no NaN), the result
+/// is the oracle's middle branch alone and the rest is skipped.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-fn exp2v(p: __m512) -> __m512 {
-    let nan_m = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(p, p);
-    let big_m = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(p, _mm512_set1_ps(128.0));
-    let tiny_m = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(p, _mm512_set1_ps(-150.0));
+fn exp2v(p: __m512, m: __mmask16) -> __m512 {
     // Round half to even (exact), then f = p − n (exact).
     let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(p);
     let f = _mm512_sub_ps(p, n);
@@ -350,6 +374,14 @@ fn exp2v(p: __m512) -> __m512 {
     let ni = _mm512_cvtps_epi32(n);
     let bits = _mm512_castps_si512(r);
     let mid = _mm512_castsi512_ps(_mm512_add_epi32(bits, _mm512_slli_epi32::<23>(ni)));
+    let normal = _mm512_mask_cmp_ps_mask::<_CMP_GE_OQ>(m, p, _mm512_set1_ps(-125.0))
+        & _mm512_mask_cmp_ps_mask::<_CMP_LE_OQ>(m, p, _mm512_set1_ps(127.0));
+    if normal == m {
+        return mid;
+    }
+    let nan_m = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(p, p);
+    let big_m = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(p, _mm512_set1_ps(128.0));
+    let tiny_m = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(p, _mm512_set1_ps(-150.0));
     let high = _mm512_mul_ps(
         _mm512_castsi512_ps(_mm512_add_epi32(bits, _mm512_set1_epi32(127 << 23))),
         _mm512_set1_ps(2.0),
@@ -369,10 +401,35 @@ fn exp2v(p: __m512) -> __m512 {
     _mm512_mask_mov_ps(v, nan_m, _mm512_set1_ps(f32::NAN))
 }
 
-/// A tail's value at x (constant, linear and exp2 tails only).
+/// The exponent polynomial of an exp2 tail at x: q(x − anchor) by Horner.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-fn tail_value(t: &TailK, x: __m512) -> __m512 {
+fn exp2_arg(anchor: f32, coeffs: &[f32], x: __m512) -> __m512 {
+    let t = _mm512_sub_ps(x, _mm512_set1_ps(anchor));
+    let mut q = _mm512_set1_ps(coeffs[0]);
+    for &c in &coeffs[1..] {
+        q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(c));
+    }
+    q
+}
+
+/// The sign bit on the lanes of `m` (negated exp2 tails).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+fn negate(v: __m512, m: __mmask16) -> __m512 {
+    let vi = _mm512_castps_si512(v);
+    _mm512_castsi512_ps(_mm512_mask_xor_epi32(
+        vi,
+        m,
+        vi,
+        _mm512_set1_epi32(i32::MIN),
+    ))
+}
+
+/// A tail's value at x on the lanes of `m` (constant, linear and exp2 tails only).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+fn tail_value(t: &TailK, x: __m512, m: __mmask16) -> __m512 {
     match t {
         TailK::Value(v) => _mm512_set1_ps(*v),
         TailK::Linear { slope, intercept } => {
@@ -383,17 +440,9 @@ fn tail_value(t: &TailK, x: __m512) -> __m512 {
             anchor,
             coeffs,
         } => {
-            let t = _mm512_sub_ps(x, _mm512_set1_ps(*anchor));
-            let mut q = _mm512_set1_ps(coeffs[0]);
-            for &c in &coeffs[1..] {
-                q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(c));
-            }
-            let v = exp2v(q);
+            let v = exp2v(exp2_arg(*anchor, coeffs, x), m);
             if *negative {
-                _mm512_castsi512_ps(_mm512_xor_si512(
-                    _mm512_castps_si512(v),
-                    _mm512_set1_epi32(i32::MIN),
-                ))
+                negate(v, 0xFFFF)
             } else {
                 v
             }
@@ -412,13 +461,42 @@ fn tail_blend(t: &TailK, r: __m512, m: __mmask16, x: __m512) -> __m512 {
         TailK::Clamp | TailK::Extend => r,
         TailK::Exp2 { .. } => {
             if m != 0 {
-                _mm512_mask_mov_ps(r, m, tail_value(t, x))
+                _mm512_mask_mov_ps(r, m, tail_value(t, x, m))
             } else {
                 r
             }
         }
-        _ => _mm512_mask_mov_ps(r, m, tail_value(t, x)),
+        _ => _mm512_mask_mov_ps(r, m, tail_value(t, x, m)),
     }
+}
+
+/// Both tails blended into `r` (left on `lo_m`, right on `hi_m`). When both are exp2
+/// tails (exp, exp2), the two exponent polynomials are blended lane by lane and a
+/// single `exp2v` serves both sides.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+fn tails_blend(c: &Ctx<'_>, r: __m512, lo_m: __mmask16, hi_m: __mmask16, x: __m512) -> __m512 {
+    if let (
+        TailK::Exp2 {
+            negative: ln,
+            anchor: la,
+            coeffs: lc,
+        },
+        TailK::Exp2 {
+            negative: rn,
+            anchor: ra,
+            coeffs: rc,
+        },
+    ) = (c.left, c.right)
+    {
+        if lo_m != 0 && hi_m != 0 {
+            let m = lo_m | hi_m;
+            let q = _mm512_mask_mov_ps(exp2_arg(*ra, rc, x), lo_m, exp2_arg(*la, lc, x));
+            let neg = if *ln { lo_m } else { 0 } | if *rn { hi_m } else { 0 };
+            return _mm512_mask_mov_ps(r, m, negate(exp2v(q, m), neg));
+        }
+    }
+    tail_blend(c.right, tail_blend(c.left, r, lo_m, x), hi_m, x)
 }
 
 /// K (1 or 2) vectors of 16 elements at `j`, `j + 16` (the lanes of `m[v]`), their
@@ -426,7 +504,14 @@ fn tail_blend(t: &TailK, r: __m512, m: __mmask16, x: __m512) -> __m512 {
 /// dependency chains, and two independent ones keep the core busier.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-unsafe fn step<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize, const K: usize>(
+unsafe fn step<
+    const TI: u8,
+    const TO: u8,
+    const UNIFORM: bool,
+    const W: usize,
+    const ROWS: bool,
+    const K: usize,
+>(
     c: &Ctx<'_>,
     src: *const u8,
     dst: *mut u8,
@@ -463,7 +548,7 @@ unsafe fn step<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize, 
         }
         idx
     } else if W == 0 {
-        // Arbitrary breakpoints with P > MAX_SEARCH: the lookup grid's cell in SIMD, the
+        // Arbitrary breakpoints with P > 256: the lookup grid's cell in SIMD, the
         // piece within the cell per lane (one compare, or a short scan in cells that
         // hold several breakpoints).
         let mut idx = [_mm512_setzero_si512(); K];
@@ -490,16 +575,23 @@ unsafe fn step<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize, 
         unsafe { search::<W, K>(c.search, &xs) }
     };
     let mut r = [zero; K];
-    if W == 0 {
+    if ROWS {
         for v in 0..K {
             // Right-tail lanes use the last piece (left-tail ones already index 0).
             idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
             let mut offs = [0u32; 16];
+            // Computed anchors read the coefficient-only rows (half as wide at D = 3).
+            let (anchor, stride) = if c.affine {
+                let a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(idx[v]), c.ah, c.a0);
+                (Some(a), c.cstride)
+            } else {
+                (None, c.stride)
+            };
             // SAFETY: 16-int stack array; idx ∈ [0, P-1], so every offset is a row start.
             r[v] = unsafe {
-                let off = _mm512_mullo_epi32(idx[v], _mm512_set1_epi32(c.stride as i32));
+                let off = _mm512_mullo_epi32(idx[v], _mm512_set1_epi32(stride as i32));
                 _mm512_storeu_si512(offs.as_mut_ptr() as *mut __m512i, off);
-                rows_horner(c, &offs, xp[v])
+                rows_horner(c, &offs, xp[v], anchor)
             };
         }
     } else {
@@ -531,8 +623,7 @@ unsafe fn step<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize, 
         }
     }
     for v in 0..K {
-        let mut rv = tail_blend(c.left, r[v], lo_m[v], x[v]);
-        rv = tail_blend(c.right, rv, hi_m[v], x[v]);
+        let mut rv = tails_blend(c, r[v], lo_m[v], hi_m[v], x[v]);
         // NaN lanes (a degree-0 piece would not propagate them).
         rv = _mm512_mask_mov_ps(rv, nan_m[v], x[v]);
         // SAFETY: the lanes of m[v] at j + 16 v are writable; all K vectors were read
@@ -547,7 +638,13 @@ unsafe fn step<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize, 
 /// [`available`] must be true; `src` valid for `n` reads and `dst`
 /// for `n` writes of their kinds; the buffers do not overlap or are the same pointer.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-unsafe fn kernel<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize>(
+unsafe fn kernel<
+    const TI: u8,
+    const TO: u8,
+    const UNIFORM: bool,
+    const W: usize,
+    const ROWS: bool,
+>(
     pr: &Prepared,
     src: *const u8,
     dst: *mut u8,
@@ -565,6 +662,8 @@ unsafe fn kernel<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize
         cols: pr.cols16.as_ptr(),
         rows: pr.rows.as_ptr(),
         stride: pr.stride,
+        crows: pr.coef_rows.as_ptr(),
+        cstride: pr.coef_stride,
         search: pr.search.as_ptr(),
         d: pr.d,
         left: &pr.left,
@@ -581,7 +680,7 @@ unsafe fn kernel<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize
     let pairs = full / 2;
     for v in 0..pairs {
         // SAFETY: 32 elements at v * 32 are below n.
-        unsafe { step::<TI, TO, UNIFORM, W, 2>(&c, src, dst, v * 32, [0xFFFF; 2]) };
+        unsafe { step::<TI, TO, UNIFORM, W, ROWS, 2>(&c, src, dst, v * 32, [0xFFFF; 2]) };
     }
     for v in 2 * pairs..n.div_ceil(16) {
         let m = if v < full {
@@ -590,7 +689,7 @@ unsafe fn kernel<const TI: u8, const TO: u8, const UNIFORM: bool, const W: usize
             (1u16 << (n % 16)) - 1
         };
         // SAFETY: the lanes of m at v * 16 are below n.
-        unsafe { step::<TI, TO, UNIFORM, W, 1>(&c, src, dst, v * 16, [m]) };
+        unsafe { step::<TI, TO, UNIFORM, W, ROWS, 1>(&c, src, dst, v * 16, [m]) };
     }
 }
 
@@ -602,17 +701,21 @@ unsafe fn by_layout<const TI: u8, const TO: u8>(
 ) {
     // SAFETY: forwarded contract of `run`.
     unsafe {
-        match (pr.uniform, reg_width(pr)) {
-            (true, 16) => kernel::<TI, TO, true, 16>(pr, src, dst, n),
-            (true, 32) => kernel::<TI, TO, true, 32>(pr, src, dst, n),
-            (true, 64) => kernel::<TI, TO, true, 64>(pr, src, dst, n),
-            (true, 128) => kernel::<TI, TO, true, 128>(pr, src, dst, n),
-            (true, 256) => kernel::<TI, TO, true, 256>(pr, src, dst, n),
-            (true, _) => kernel::<TI, TO, true, 0>(pr, src, dst, n),
-            (false, 0) => kernel::<TI, TO, false, 0>(pr, src, dst, n),
-            (false, 16) => kernel::<TI, TO, false, 16>(pr, src, dst, n),
-            (false, 32) => kernel::<TI, TO, false, 32>(pr, src, dst, n),
-            (false, _) => kernel::<TI, TO, false, 64>(pr, src, dst, n),
+        match (pr.uniform, plan(pr)) {
+            (true, (16, _)) => kernel::<TI, TO, true, 16, false>(pr, src, dst, n),
+            (true, (32, _)) => kernel::<TI, TO, true, 32, false>(pr, src, dst, n),
+            (true, (64, _)) => kernel::<TI, TO, true, 64, false>(pr, src, dst, n),
+            (true, (128, _)) => kernel::<TI, TO, true, 128, false>(pr, src, dst, n),
+            (true, (256, false)) => kernel::<TI, TO, true, 256, false>(pr, src, dst, n),
+            // Uniform row loads need no register width.
+            (true, _) => kernel::<TI, TO, true, 0, true>(pr, src, dst, n),
+            (false, (16, _)) => kernel::<TI, TO, false, 16, false>(pr, src, dst, n),
+            (false, (32, _)) => kernel::<TI, TO, false, 32, false>(pr, src, dst, n),
+            (false, (64, _)) => kernel::<TI, TO, false, 64, false>(pr, src, dst, n),
+            (false, (128, _)) => kernel::<TI, TO, false, 128, false>(pr, src, dst, n),
+            (false, (256, false)) => kernel::<TI, TO, false, 256, false>(pr, src, dst, n),
+            (false, (256, true)) => kernel::<TI, TO, false, 256, true>(pr, src, dst, n),
+            (false, _) => kernel::<TI, TO, false, 0, true>(pr, src, dst, n),
         }
     }
 }

@@ -85,6 +85,12 @@ pub(crate) struct Prepared {
     /// kernel then computes anchors instead of looking them up (one permute column
     /// less, the scarce resource of its P ≤ 256 lookups).
     pub anchor_affine: Option<(f32, f32)>,
+    /// When `anchor_affine` is Some: rows `[c_0, …, c_D, 0…]` without the anchor,
+    /// zero-padded to `coef_stride` (the AVX-512 row loads then read 4 floats per lane
+    /// instead of 8 at D = 3, 8 instead of 16 at D = 7); empty otherwise.
+    pub coef_rows: Vec<f32>,
+    /// `D + 1` rounded up to a multiple of 4 (0 when `coef_rows` is empty).
+    pub coef_stride: usize,
     /// The left tail, for SIMD kernels.
     pub left: TailK,
     /// The right tail, for SIMD kernels.
@@ -235,12 +241,25 @@ impl Prepared {
             cols16,
             w16,
             search,
-            anchor_affine: affine_anchors(table.anchors()),
+            anchor_affine: None,
+            coef_rows: Vec::new(),
+            coef_stride: 0,
             left: TailK::new(table.left_tail()),
             right: TailK::new(table.right_tail()),
         };
         if let Breakpoints::Arbitrary(points) = b {
             pr.build_grid(points);
+        }
+        pr.anchor_affine = affine_anchors(table.anchors());
+        if pr.anchor_affine.is_some() {
+            let cs = (d + 1).div_ceil(4) * 4;
+            // Padded like `rows`: whole blocks past the last row are readable.
+            let mut cr = vec![0.0f32; p * cs + 8];
+            for i in 0..p {
+                cr[i * cs..i * cs + d + 1].copy_from_slice(table.piece(i));
+            }
+            pr.coef_rows = cr;
+            pr.coef_stride = cs;
         }
         pr
     }
