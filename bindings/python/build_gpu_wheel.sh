@@ -7,7 +7,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 mkdir -p "$root/.whl"
 rm -f "$root"/.whl/pwpa-*.whl
-venv="${PWPA_VENV:-$root/.venv}"
+venv="$(realpath -m "${PWPA_VENV:-$root/.venv}")"  # absolute: the scripts change directory
 if [ ! -x "$venv/bin/maturin" ]; then
   [ -x "$venv/bin/python" ] || "${PYTHON:-python3}" -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "maturin>=1.16,<2"

@@ -7,7 +7,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-venv="${PWPA_VENV:-$root/.venv}"
+venv="$(realpath -m "${PWPA_VENV:-$root/.venv}")"  # absolute: the scripts change directory
 py="${PYTHON:-python3}"
 
 if [ ! -x "$venv/bin/python" ]; then
