@@ -22,6 +22,13 @@
 //! search per lane, SIMD tails). At W = 256 and D ≥ [`ROWS_FROM_DEGREE`] the
 //! coefficients come from the per-lane row loads even when the index came from
 //! registers.
+//! The per-vector helpers are `#[inline(always)] unsafe fn`s without target features
+//! of their own (Rust refuses `inline(always)` together with `target_feature`); inlined
+//! into a kernel they take its features. With a plain `#[inline]` the compiler left
+//! one of them out of line in the Python wheel's build (a different crate graph, so
+//! different codegen units): every call spilled the caller-saved zmm registers and
+//! evaluation was 2–4× slower, depending on where the stack happened to be.
+//!
 //! Gathers (`vgatherdps`) were measured 1.3–3× slower than these on the development
 //! machine (a VM, presumably with microcoded gathers) and are not used.
 
@@ -218,8 +225,7 @@ struct Ctx<'a> {
     ah: __m512,
 }
 
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+#[inline(always)]
 unsafe fn load<const K: u8>(src: *const u8, j: usize, m: __mmask16) -> __m512 {
     // SAFETY (whole fn): the caller guarantees the elements of mask m at j are readable
     // (masked-off lanes are not accessed).
@@ -235,15 +241,14 @@ unsafe fn load<const K: u8>(src: *const u8, j: usize, m: __mmask16) -> __m512 {
     }
 }
 
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+#[inline(always)]
 unsafe fn store<const K: u8>(dst: *mut u8, j: usize, r: __m512, m: __mmask16) {
-    // NaN → the canonical f32 NaN, whose f16/bf16 conversions are the canonical ones.
-    let nan = _mm512_castsi512_ps(_mm512_set1_epi32(crate::element::F32_CANONICAL_NAN as i32));
-    let r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(r, r), nan);
     // SAFETY (whole block): the caller guarantees the elements of mask m at j are
     // writable (masked-off lanes are not accessed).
     unsafe {
+        // NaN → the canonical f32 NaN, whose f16/bf16 conversions are the canonical ones.
+        let nan = _mm512_castsi512_ps(_mm512_set1_epi32(crate::element::F32_CANONICAL_NAN as i32));
+        let r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(r, r), nan);
         match K {
             F32 => _mm512_mask_storeu_ps((dst as *mut f32).add(j), m, r),
             F16 => _mm256_mask_storeu_epi16(
@@ -263,25 +268,26 @@ unsafe fn store<const K: u8>(dst: *mut u8, j: usize, r: __m512, m: __mmask16) {
 }
 
 /// Masks of index bits 5, 6 and 7 (which 32-entry block of a W-entry column).
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-fn block_masks<const W: usize>(idx: __m512i) -> [__mmask16; 3] {
-    let mut m = [0; 3];
-    if W >= 64 {
-        m[0] = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(32));
+#[inline(always)]
+unsafe fn block_masks<const W: usize>(idx: __m512i) -> [__mmask16; 3] {
+    // SAFETY: always inlined into the AVX-512 kernel (see the module notes).
+    unsafe {
+        let mut m = [0; 3];
+        if W >= 64 {
+            m[0] = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(32));
+        }
+        if W >= 128 {
+            m[1] = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(64));
+        }
+        if W >= 256 {
+            m[2] = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(128));
+        }
+        m
     }
-    if W >= 128 {
-        m[1] = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(64));
-    }
-    if W >= 256 {
-        m[2] = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(128));
-    }
-    m
 }
 
 /// `col[idx]` per lane for a column of W entries at `col`, by register permutes.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+#[inline(always)]
 unsafe fn lookup<const W: usize>(col: *const f32, idx: __m512i, bm: &[__mmask16; 3]) -> __m512 {
     // SAFETY (whole fn): `col` holds W floats; idx ∈ [0, W).
     unsafe {
@@ -316,8 +322,7 @@ unsafe fn lookup<const W: usize>(col: *const f32, idx: __m512i, bm: &[__mmask16;
 /// [`super::prepared::search_levels`]: at step s the count so far is a multiple of
 /// 2s, so the probe is entry `count / 2s` of a table of W / 2s entries (one
 /// broadcast, then one permute per step up to 32 entries).
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+#[inline(always)]
 unsafe fn search<const W: usize, const K: usize>(
     levels: *const f32,
     xs: &[__m512; K],
@@ -361,149 +366,166 @@ unsafe fn search<const W: usize, const K: usize>(
 /// lanes of `m` (the others are unspecified). When every lane of `m` has
 /// −125 ≤ p ≤ 127 (so n = round(p) ∈ [−125, 127], a normal 2^n, no NaN), the result
 /// is the oracle's middle branch alone and the rest is skipped.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-fn exp2v(p: __m512, m: __mmask16) -> __m512 {
-    // Round half to even (exact), then f = p − n (exact).
-    let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(p);
-    let f = _mm512_sub_ps(p, n);
-    let mut r = _mm512_set1_ps(f32::from_bits(EXP2_POLY_BITS[0]));
-    for &c in &EXP2_POLY_BITS[1..] {
-        r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(f32::from_bits(c)));
+#[inline(always)]
+unsafe fn exp2v(p: __m512, m: __mmask16) -> __m512 {
+    // SAFETY: always inlined into the AVX-512 kernel (see the module notes).
+    unsafe {
+        // Round half to even (exact), then f = p − n (exact).
+        let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(p);
+        let f = _mm512_sub_ps(p, n);
+        let mut r = _mm512_set1_ps(f32::from_bits(EXP2_POLY_BITS[0]));
+        for &c in &EXP2_POLY_BITS[1..] {
+            r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(f32::from_bits(c)));
+        }
+        let ni = _mm512_cvtps_epi32(n);
+        let bits = _mm512_castps_si512(r);
+        let mid = _mm512_castsi512_ps(_mm512_add_epi32(bits, _mm512_slli_epi32::<23>(ni)));
+        let normal = _mm512_mask_cmp_ps_mask::<_CMP_GE_OQ>(m, p, _mm512_set1_ps(-125.0))
+            & _mm512_mask_cmp_ps_mask::<_CMP_LE_OQ>(m, p, _mm512_set1_ps(127.0));
+        if normal == m {
+            return mid;
+        }
+        let nan_m = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(p, p);
+        let big_m = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(p, _mm512_set1_ps(128.0));
+        let tiny_m = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(p, _mm512_set1_ps(-150.0));
+        let high = _mm512_mul_ps(
+            _mm512_castsi512_ps(_mm512_add_epi32(bits, _mm512_set1_epi32(127 << 23))),
+            _mm512_set1_ps(2.0),
+        );
+        let low = _mm512_mul_ps(
+            _mm512_castsi512_ps(_mm512_add_epi32(
+                bits,
+                _mm512_slli_epi32::<23>(_mm512_add_epi32(ni, _mm512_set1_epi32(64))),
+            )),
+            _mm512_set1_ps(f32::from_bits(0x1f80_0000)),
+        );
+        let mut v = mid;
+        v = _mm512_mask_mov_ps(v, _mm512_cmpgt_epi32_mask(ni, _mm512_set1_epi32(127)), high);
+        v = _mm512_mask_mov_ps(v, _mm512_cmplt_epi32_mask(ni, _mm512_set1_epi32(-125)), low);
+        v = _mm512_mask_mov_ps(v, tiny_m, _mm512_setzero_ps());
+        v = _mm512_mask_mov_ps(v, big_m, _mm512_set1_ps(f32::INFINITY));
+        _mm512_mask_mov_ps(v, nan_m, _mm512_set1_ps(f32::NAN))
     }
-    let ni = _mm512_cvtps_epi32(n);
-    let bits = _mm512_castps_si512(r);
-    let mid = _mm512_castsi512_ps(_mm512_add_epi32(bits, _mm512_slli_epi32::<23>(ni)));
-    let normal = _mm512_mask_cmp_ps_mask::<_CMP_GE_OQ>(m, p, _mm512_set1_ps(-125.0))
-        & _mm512_mask_cmp_ps_mask::<_CMP_LE_OQ>(m, p, _mm512_set1_ps(127.0));
-    if normal == m {
-        return mid;
-    }
-    let nan_m = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(p, p);
-    let big_m = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(p, _mm512_set1_ps(128.0));
-    let tiny_m = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(p, _mm512_set1_ps(-150.0));
-    let high = _mm512_mul_ps(
-        _mm512_castsi512_ps(_mm512_add_epi32(bits, _mm512_set1_epi32(127 << 23))),
-        _mm512_set1_ps(2.0),
-    );
-    let low = _mm512_mul_ps(
-        _mm512_castsi512_ps(_mm512_add_epi32(
-            bits,
-            _mm512_slli_epi32::<23>(_mm512_add_epi32(ni, _mm512_set1_epi32(64))),
-        )),
-        _mm512_set1_ps(f32::from_bits(0x1f80_0000)),
-    );
-    let mut v = mid;
-    v = _mm512_mask_mov_ps(v, _mm512_cmpgt_epi32_mask(ni, _mm512_set1_epi32(127)), high);
-    v = _mm512_mask_mov_ps(v, _mm512_cmplt_epi32_mask(ni, _mm512_set1_epi32(-125)), low);
-    v = _mm512_mask_mov_ps(v, tiny_m, _mm512_setzero_ps());
-    v = _mm512_mask_mov_ps(v, big_m, _mm512_set1_ps(f32::INFINITY));
-    _mm512_mask_mov_ps(v, nan_m, _mm512_set1_ps(f32::NAN))
 }
 
 /// The exponent polynomial of an exp2 tail at x: q(x − anchor) by Horner.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-fn exp2_arg(anchor: f32, coeffs: &[f32], x: __m512) -> __m512 {
-    let t = _mm512_sub_ps(x, _mm512_set1_ps(anchor));
-    let mut q = _mm512_set1_ps(coeffs[0]);
-    for &c in &coeffs[1..] {
-        q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(c));
+#[inline(always)]
+unsafe fn exp2_arg(anchor: f32, coeffs: &[f32], x: __m512) -> __m512 {
+    // SAFETY: always inlined into the AVX-512 kernel (see the module notes).
+    unsafe {
+        let t = _mm512_sub_ps(x, _mm512_set1_ps(anchor));
+        let mut q = _mm512_set1_ps(coeffs[0]);
+        for &c in &coeffs[1..] {
+            q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(c));
+        }
+        q
     }
-    q
 }
 
 /// The sign bit on the lanes of `m` (negated exp2 tails).
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-fn negate(v: __m512, m: __mmask16) -> __m512 {
-    let vi = _mm512_castps_si512(v);
-    _mm512_castsi512_ps(_mm512_mask_xor_epi32(
-        vi,
-        m,
-        vi,
-        _mm512_set1_epi32(i32::MIN),
-    ))
+#[inline(always)]
+unsafe fn negate(v: __m512, m: __mmask16) -> __m512 {
+    // SAFETY: always inlined into the AVX-512 kernel (see the module notes).
+    unsafe {
+        let vi = _mm512_castps_si512(v);
+        _mm512_castsi512_ps(_mm512_mask_xor_epi32(
+            vi,
+            m,
+            vi,
+            _mm512_set1_epi32(i32::MIN),
+        ))
+    }
 }
 
 /// A tail's value at x on the lanes of `m` (constant, linear and exp2 tails only).
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-fn tail_value(t: &TailK, x: __m512, m: __mmask16) -> __m512 {
-    match t {
-        TailK::Value(v) => _mm512_set1_ps(*v),
-        TailK::Linear { slope, intercept } => {
-            _mm512_fmadd_ps(_mm512_set1_ps(*slope), x, _mm512_set1_ps(*intercept))
-        }
-        TailK::Exp2 {
-            negative,
-            anchor,
-            coeffs,
-        } => {
-            let v = exp2v(exp2_arg(*anchor, coeffs, x), m);
-            if *negative {
-                negate(v, 0xFFFF)
-            } else {
-                v
+#[inline(always)]
+unsafe fn tail_value(t: &TailK, x: __m512, m: __mmask16) -> __m512 {
+    // SAFETY: always inlined into the AVX-512 kernel (see the module notes).
+    unsafe {
+        match t {
+            TailK::Value(v) => _mm512_set1_ps(*v),
+            TailK::Linear { slope, intercept } => {
+                _mm512_fmadd_ps(_mm512_set1_ps(*slope), x, _mm512_set1_ps(*intercept))
             }
+            TailK::Exp2 {
+                negative,
+                anchor,
+                coeffs,
+            } => {
+                let v = exp2v(exp2_arg(*anchor, coeffs, x), m);
+                if *negative {
+                    negate(v, 0xFFFF)
+                } else {
+                    v
+                }
+            }
+            // Not reached: edge-piece tails are evaluated by the polynomial.
+            TailK::Clamp | TailK::Extend => x,
         }
-        // Not reached: edge-piece tails are evaluated by the polynomial.
-        TailK::Clamp | TailK::Extend => x,
     }
 }
 
 /// `r` with the lanes of `m` replaced by the tail's value (constant and linear tails
 /// without a branch; exp2 only when a lane needs it).
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-fn tail_blend(t: &TailK, r: __m512, m: __mmask16, x: __m512) -> __m512 {
-    match t {
-        TailK::Clamp | TailK::Extend => r,
-        TailK::Exp2 { .. } => {
-            if m != 0 {
-                _mm512_mask_mov_ps(r, m, tail_value(t, x, m))
-            } else {
-                r
+#[inline(always)]
+unsafe fn tail_blend(t: &TailK, r: __m512, m: __mmask16, x: __m512) -> __m512 {
+    // SAFETY: always inlined into the AVX-512 kernel (see the module notes).
+    unsafe {
+        match t {
+            TailK::Clamp | TailK::Extend => r,
+            TailK::Exp2 { .. } => {
+                if m != 0 {
+                    _mm512_mask_mov_ps(r, m, tail_value(t, x, m))
+                } else {
+                    r
+                }
             }
+            _ => _mm512_mask_mov_ps(r, m, tail_value(t, x, m)),
         }
-        _ => _mm512_mask_mov_ps(r, m, tail_value(t, x, m)),
     }
 }
 
 /// Both tails blended into `r` (left on `lo_m`, right on `hi_m`). When both are exp2
 /// tails (exp, exp2), the two exponent polynomials are blended lane by lane and a
 /// single `exp2v` serves both sides.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-fn tails_blend(c: &Ctx<'_>, r: __m512, lo_m: __mmask16, hi_m: __mmask16, x: __m512) -> __m512 {
-    if let (
-        TailK::Exp2 {
-            negative: ln,
-            anchor: la,
-            coeffs: lc,
-        },
-        TailK::Exp2 {
-            negative: rn,
-            anchor: ra,
-            coeffs: rc,
-        },
-    ) = (c.left, c.right)
-    {
-        if lo_m != 0 && hi_m != 0 {
-            let m = lo_m | hi_m;
-            let q = _mm512_mask_mov_ps(exp2_arg(*ra, rc, x), lo_m, exp2_arg(*la, lc, x));
-            let neg = if *ln { lo_m } else { 0 } | if *rn { hi_m } else { 0 };
-            return _mm512_mask_mov_ps(r, m, negate(exp2v(q, m), neg));
+#[inline(always)]
+unsafe fn tails_blend(
+    c: &Ctx<'_>,
+    r: __m512,
+    lo_m: __mmask16,
+    hi_m: __mmask16,
+    x: __m512,
+) -> __m512 {
+    // SAFETY: always inlined into the AVX-512 kernel (see the module notes).
+    unsafe {
+        if let (
+            TailK::Exp2 {
+                negative: ln,
+                anchor: la,
+                coeffs: lc,
+            },
+            TailK::Exp2 {
+                negative: rn,
+                anchor: ra,
+                coeffs: rc,
+            },
+        ) = (c.left, c.right)
+        {
+            if lo_m != 0 && hi_m != 0 {
+                let m = lo_m | hi_m;
+                let q = _mm512_mask_mov_ps(exp2_arg(*ra, rc, x), lo_m, exp2_arg(*la, lc, x));
+                let neg = if *ln { lo_m } else { 0 } | if *rn { hi_m } else { 0 };
+                return _mm512_mask_mov_ps(r, m, negate(exp2v(q, m), neg));
+            }
         }
+        tail_blend(c.right, tail_blend(c.left, r, lo_m, x), hi_m, x)
     }
-    tail_blend(c.right, tail_blend(c.left, r, lo_m, x), hi_m, x)
 }
 
 /// K (1 or 2) vectors of 16 elements at `j`, `j + 16` (the lanes of `m[v]`), their
 /// operations interleaved phase by phase: the breakpoint search and Horner are
 /// dependency chains, and two independent ones keep the core busier.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+#[inline(always)]
 unsafe fn step<
     const TI: u8,
     const TO: u8,
@@ -518,117 +540,122 @@ unsafe fn step<
     j: usize,
     m: [__mmask16; K],
 ) {
-    let zero = _mm512_setzero_ps();
-    let (mut x, mut xs, mut xp) = ([zero; K], [zero; K], [zero; K]);
-    let (mut lo_m, mut hi_m, mut nan_m) = ([0; K], [0; K], [0; K]);
-    for v in 0..K {
-        // SAFETY: the lanes of m[v] at j + 16 v are readable.
-        x[v] = unsafe { load::<TI>(src, j + 16 * v, m[v]) };
-        lo_m[v] = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x[v], c.lo);
-        hi_m[v] = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x[v], c.hi);
-        nan_m[v] = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x[v], x[v]);
-        let inr = !(lo_m[v] | hi_m[v] | nan_m[v]);
-        // Lanes outside [b_0, b_P] (and NaN) index on b_0.
-        xs[v] = _mm512_mask_mov_ps(c.lo, inr, x[v]);
-        // Clamped tails evaluate the edge piece at the edge point (the branches
-        // test loop invariants).
-        xp[v] = x[v];
-        if c.left_clamp {
-            xp[v] = _mm512_mask_mov_ps(xp[v], lo_m[v], c.lo);
-        }
-        if c.right_clamp {
-            xp[v] = _mm512_mask_mov_ps(xp[v], hi_m[v], c.hi);
-        }
-    }
-    let mut idx = if UNIFORM {
-        let mut idx = [_mm512_setzero_si512(); K];
+    // SAFETY: always inlined into the AVX-512 kernel (see the module notes).
+    unsafe {
+        let zero = _mm512_setzero_ps();
+        let (mut x, mut xs, mut xp) = ([zero; K], [zero; K], [zero; K]);
+        let (mut lo_m, mut hi_m, mut nan_m) = ([0; K], [0; K], [0; K]);
         for v in 0..K {
-            let u = _mm512_mul_ps(_mm512_sub_ps(xs[v], c.lo), c.inv);
-            idx[v] = _mm512_cvttps_epi32(_mm512_min_ps(u, c.pmax));
-        }
-        idx
-    } else if W == 0 {
-        // Arbitrary breakpoints with P > 256: the lookup grid's cell in SIMD, the
-        // piece within the cell per lane (one compare, or a short scan in cells that
-        // hold several breakpoints).
-        let mut idx = [_mm512_setzero_si512(); K];
-        for v in 0..K {
-            let u = _mm512_mul_ps(_mm512_sub_ps(xs[v], c.lo), c.ginv);
-            let cell = _mm512_cvttps_epi32(_mm512_min_ps(u, c.gmax));
-            let mut ca = [0i32; 16];
-            let mut xa = [0f32; 16];
-            let mut ia = [0i32; 16];
-            // SAFETY: 16-element stack arrays.
-            unsafe {
-                _mm512_storeu_si512(ca.as_mut_ptr() as *mut __m512i, cell);
-                _mm512_storeu_ps(xa.as_mut_ptr(), xs[v]);
+            // SAFETY: the lanes of m[v] at j + 16 v are readable.
+            x[v] = load::<TI>(src, j + 16 * v, m[v]);
+            lo_m[v] = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x[v], c.lo);
+            hi_m[v] = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x[v], c.hi);
+            nan_m[v] = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x[v], x[v]);
+            let inr = !(lo_m[v] | hi_m[v] | nan_m[v]);
+            // Lanes outside [b_0, b_P] (and NaN) index on b_0.
+            xs[v] = _mm512_mask_mov_ps(c.lo, inr, x[v]);
+            // Clamped tails evaluate the edge piece at the edge point (the branches
+            // test loop invariants).
+            xp[v] = x[v];
+            if c.left_clamp {
+                xp[v] = _mm512_mask_mov_ps(xp[v], lo_m[v], c.lo);
             }
-            for l in 0..16 {
-                ia[l] = c.pr.index_in_cell(ca[l] as usize, xa[l]) as i32;
+            if c.right_clamp {
+                xp[v] = _mm512_mask_mov_ps(xp[v], hi_m[v], c.hi);
             }
-            // SAFETY: as above.
-            idx[v] = unsafe { _mm512_loadu_si512(ia.as_ptr() as *const __m512i) };
         }
-        idx
-    } else {
-        // SAFETY: the search tables are those of a W-entry list.
-        unsafe { search::<W, K>(c.search, &xs) }
-    };
-    let mut r = [zero; K];
-    if ROWS {
-        for v in 0..K {
-            // Right-tail lanes use the last piece (left-tail ones already index 0).
-            idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
-            let mut offs = [0u32; 16];
-            // Computed anchors read the coefficient-only rows (half as wide at D = 3).
-            let (anchor, stride) = if c.affine {
-                let a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(idx[v]), c.ah, c.a0);
-                (Some(a), c.cstride)
-            } else {
-                (None, c.stride)
-            };
-            // SAFETY: 16-int stack array; idx ∈ [0, P-1], so every offset is a row start.
-            r[v] = unsafe {
-                let off = _mm512_mullo_epi32(idx[v], _mm512_set1_epi32(stride as i32));
-                _mm512_storeu_si512(offs.as_mut_ptr() as *mut __m512i, off);
-                rows_horner(c, &offs, xp[v], anchor)
-            };
-        }
-    } else {
-        let mut bm = [[0; 3]; K];
-        let mut t = [zero; K];
-        for v in 0..K {
-            idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
-            bm[v] = block_masks::<W>(idx[v]);
-        }
-        // SAFETY: idx ∈ [0, P-1] and every column has W ≥ P entries.
-        unsafe {
+        let mut idx = if UNIFORM {
+            let mut idx = [_mm512_setzero_si512(); K];
             for v in 0..K {
-                // The anchor: computed (exactly the stored value, checked when the table
-                // was prepared) or looked up. The branch tests a loop invariant.
-                let a = if c.affine {
-                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(idx[v]), c.ah, c.a0)
-                } else {
-                    lookup::<W>(c.cols, idx[v], &bm[v])
-                };
-                t[v] = _mm512_sub_ps(xp[v], a);
-                r[v] = lookup::<W>(c.cols.add(W), idx[v], &bm[v]);
+                let u = _mm512_mul_ps(_mm512_sub_ps(xs[v], c.lo), c.inv);
+                idx[v] = _mm512_cvttps_epi32(_mm512_min_ps(u, c.pmax));
             }
-            for k in 0..c.d {
+            idx
+        } else if W == 0 {
+            // Arbitrary breakpoints with P > 256: the lookup grid's cell in SIMD, the
+            // piece within the cell per lane (one compare, or a short scan in cells that
+            // hold several breakpoints).
+            let mut idx = [_mm512_setzero_si512(); K];
+            for v in 0..K {
+                let u = _mm512_mul_ps(_mm512_sub_ps(xs[v], c.lo), c.ginv);
+                let cell = _mm512_cvttps_epi32(_mm512_min_ps(u, c.gmax));
+                let mut ca = [0i32; 16];
+                let mut xa = [0f32; 16];
+                let mut ia = [0i32; 16];
+                // Safe: 16-element stack arrays.
+                {
+                    _mm512_storeu_si512(ca.as_mut_ptr() as *mut __m512i, cell);
+                    _mm512_storeu_ps(xa.as_mut_ptr(), xs[v]);
+                }
+                for l in 0..16 {
+                    ia[l] = c.pr.index_in_cell(ca[l] as usize, xa[l]) as i32;
+                }
+                // SAFETY: as above.
+                idx[v] = _mm512_loadu_si512(ia.as_ptr() as *const __m512i);
+            }
+            idx
+        } else {
+            // Safe: the search tables are those of a W-entry list.
+            {
+                search::<W, K>(c.search, &xs)
+            }
+        };
+        let mut r = [zero; K];
+        if ROWS {
+            for v in 0..K {
+                // Right-tail lanes use the last piece (left-tail ones already index 0).
+                idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
+                let mut offs = [0u32; 16];
+                // Computed anchors read the coefficient-only rows (half as wide at D = 3).
+                let (anchor, stride) = if c.affine {
+                    let a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(idx[v]), c.ah, c.a0);
+                    (Some(a), c.cstride)
+                } else {
+                    (None, c.stride)
+                };
+                // SAFETY: 16-int stack array; idx ∈ [0, P-1], so every offset is a row start.
+                r[v] = {
+                    let off = _mm512_mullo_epi32(idx[v], _mm512_set1_epi32(stride as i32));
+                    _mm512_storeu_si512(offs.as_mut_ptr() as *mut __m512i, off);
+                    rows_horner(c, &offs, xp[v], anchor)
+                };
+            }
+        } else {
+            let mut bm = [[0; 3]; K];
+            let mut t = [zero; K];
+            for v in 0..K {
+                idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
+                bm[v] = block_masks::<W>(idx[v]);
+            }
+            // Safe: idx ∈ [0, P-1] and every column has W ≥ P entries.
+            {
                 for v in 0..K {
-                    let ck = lookup::<W>(c.cols.add((k + 2) * W), idx[v], &bm[v]);
-                    r[v] = _mm512_fmadd_ps(r[v], t[v], ck);
+                    // The anchor: computed (exactly the stored value, checked when the table
+                    // was prepared) or looked up. The branch tests a loop invariant.
+                    let a = if c.affine {
+                        _mm512_fmadd_ps(_mm512_cvtepi32_ps(idx[v]), c.ah, c.a0)
+                    } else {
+                        lookup::<W>(c.cols, idx[v], &bm[v])
+                    };
+                    t[v] = _mm512_sub_ps(xp[v], a);
+                    r[v] = lookup::<W>(c.cols.add(W), idx[v], &bm[v]);
+                }
+                for k in 0..c.d {
+                    for v in 0..K {
+                        let ck = lookup::<W>(c.cols.add((k + 2) * W), idx[v], &bm[v]);
+                        r[v] = _mm512_fmadd_ps(r[v], t[v], ck);
+                    }
                 }
             }
         }
-    }
-    for v in 0..K {
-        let mut rv = tails_blend(c, r[v], lo_m[v], hi_m[v], x[v]);
-        // NaN lanes (a degree-0 piece would not propagate them).
-        rv = _mm512_mask_mov_ps(rv, nan_m[v], x[v]);
-        // SAFETY: the lanes of m[v] at j + 16 v are writable; all K vectors were read
-        // first.
-        unsafe { store::<TO>(dst, j + 16 * v, rv, m[v]) };
+        for v in 0..K {
+            let mut rv = tails_blend(c, r[v], lo_m[v], hi_m[v], x[v]);
+            // NaN lanes (a degree-0 piece would not propagate them).
+            rv = _mm512_mask_mov_ps(rv, nan_m[v], x[v]);
+            // (Safe because the lanes of m[v] at j + 16 v are writable and all K vectors
+            // were read first.)
+            store::<TO>(dst, j + 16 * v, rv, m[v]);
+        }
     }
 }
 

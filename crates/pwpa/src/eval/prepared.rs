@@ -24,6 +24,43 @@ const MAX_GRID: usize = 1 << 20;
 /// Flag on [`Cell::start`]: the cell holds more than one interior breakpoint.
 pub(crate) const MULTI: u32 = 1 << 31;
 
+/// f32 storage whose first element is 64-byte aligned: the SIMD kernels' column and
+/// row loads then never split a cache line (whole columns) or a page. (With a plain
+/// `Vec<f32>` the alignment is the allocator's: on the development VM one placement
+/// made an AVX-512 evaluation 4× slower than another, see bench/results.)
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Aligned {
+    blocks: Vec<Line>,
+    len: usize,
+}
+
+/// One cache line of f32s.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Line([f32; 16]);
+
+impl From<Vec<f32>> for Aligned {
+    fn from(v: Vec<f32>) -> Aligned {
+        let mut blocks = vec![Line([0.0; 16]); v.len().div_ceil(16)];
+        for (b, c) in blocks.iter_mut().zip(v.chunks(16)) {
+            b.0[..c.len()].copy_from_slice(c);
+        }
+        Aligned {
+            blocks,
+            len: v.len(),
+        }
+    }
+}
+
+impl std::ops::Deref for Aligned {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        // SAFETY: `blocks` holds `len.div_ceil(16) * 16 >= len` contiguous, initialised
+        // f32s (Line is repr(C) over [f32; 16], its size 64 = 16 f32s, no padding).
+        unsafe { std::slice::from_raw_parts(self.blocks.as_ptr() as *const f32, self.len) }
+    }
+}
+
 /// One lookup-grid cell.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
@@ -61,16 +98,16 @@ pub(crate) struct Prepared {
     /// Arbitrary: `(G - 1) as f32` (exact).
     pub g_max_f: f32,
     /// Rows `[anchor, c_0, …, c_D, 0…]`, one per partition, zero-padded to `stride`.
-    pub rows: Vec<f32>,
+    pub rows: Aligned,
     /// `D + 2` rounded up to a multiple of 4.
     pub stride: usize,
     /// For P ≤ 32: SoA of the rows, each of the `D + 2` columns padded to `soa_width`.
-    pub soa: Vec<f32>,
+    pub soa: Aligned,
     /// 8, 16 or 32 (P rounded up), or 0 when P > 32.
     pub soa_width: usize,
     /// For P ≤ 256 (AVX-512 register lookups): SoA of the rows, each of the `D + 2`
     /// columns padded to `w16`.
-    pub cols16: Vec<f32>,
+    pub cols16: Aligned,
     /// 16, 32, 64, 128 or 256 (P rounded up to a power of two, at least 16), or 0
     /// when P > 256.
     pub w16: usize,
@@ -79,7 +116,7 @@ pub(crate) struct Prepared {
     /// index of an in-range x is the number of entries ≤ x). Level ℓ (step
     /// s = w16 / 2^(ℓ+1)) holds the 2^ℓ probes `B[j·2s + s − 1]`, padded to at least 16
     /// entries; see [`search_levels`].
-    pub search: Vec<f32>,
+    pub search: Aligned,
     /// `Some((a0, h))` when every anchor equals `fma(i as f32, h, a0)` in f32, bit for
     /// bit (midpoint anchors of uniform tables on ranges such as [-8, 8]): the AVX-512
     /// kernel then computes anchors instead of looking them up (one permute column
@@ -88,7 +125,7 @@ pub(crate) struct Prepared {
     /// When `anchor_affine` is Some: rows `[c_0, …, c_D, 0…]` without the anchor,
     /// zero-padded to `coef_stride` (the AVX-512 row loads then read 4 floats per lane
     /// instead of 8 at D = 3, 8 instead of 16 at D = 7); empty otherwise.
-    pub coef_rows: Vec<f32>,
+    pub coef_rows: Aligned,
     /// `D + 1` rounded up to a multiple of 4 (0 when `coef_rows` is empty).
     pub coef_stride: usize,
     /// The left tail, for SIMD kernels.
@@ -234,15 +271,15 @@ impl Prepared {
             grid: Vec::new(),
             g_inv: 0.0,
             g_max_f: 0.0,
-            rows,
+            rows: rows.into(),
             stride,
-            soa,
+            soa: soa.into(),
             soa_width,
-            cols16,
+            cols16: cols16.into(),
             w16,
-            search,
+            search: search.into(),
             anchor_affine: None,
-            coef_rows: Vec::new(),
+            coef_rows: Aligned::default(),
             coef_stride: 0,
             left: TailK::new(table.left_tail()),
             right: TailK::new(table.right_tail()),
@@ -258,7 +295,7 @@ impl Prepared {
             for i in 0..p {
                 cr[i * cs..i * cs + d + 1].copy_from_slice(table.piece(i));
             }
-            pr.coef_rows = cr;
+            pr.coef_rows = cr.into();
             pr.coef_stride = cs;
         }
         pr
