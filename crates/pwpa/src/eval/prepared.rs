@@ -264,7 +264,9 @@ impl Prepared {
             d,
             lo: b.lo(),
             hi: b.hi(),
-            uniform: b.is_uniform(),
+            // One piece: the index is 0 whatever the breakpoint kind, so the uniform
+            // rule (inv_step 0 for arbitrary points, P - 1 = 0) finds it without a search.
+            uniform: b.is_uniform() || p == 1,
             inv_step: b.inv_step(),
             pmax_f: (p - 1) as f32,
             ext: Vec::new(),
