@@ -163,7 +163,12 @@ unsafe fn rows_horner(c: &Ctx<'_>, offs: &[u32; 16], xp: __m512, anchor: Option<
         };
         // Columns of the row: [anchor] (when skip = 1), then c_0 … c_D.
         let ncol = c.d + 1 + skip;
-        let mut t = anchor.map_or(_mm512_setzero_ps(), |a| _mm512_sub_ps(xp, a));
+        // (A match, not `map_or` with a closure: closures do not take the kernel's
+        // target features.)
+        let mut t = match anchor {
+            Some(a) => _mm512_sub_ps(xp, a),
+            None => _mm512_setzero_ps(),
+        };
         let mut r = _mm512_setzero_ps();
         // A macro, not a closure (see `block8`).
         macro_rules! step {
@@ -291,15 +296,20 @@ unsafe fn block_masks<const W: usize>(idx: __m512i) -> [__mmask16; 3] {
 unsafe fn lookup<const W: usize>(col: *const f32, idx: __m512i, bm: &[__mmask16; 3]) -> __m512 {
     // SAFETY (whole fn): `col` holds W floats; idx ∈ [0, W).
     unsafe {
-        let t = |q: usize| _mm512_loadu_ps(col.add(16 * q));
+        // Entries 16 q … 16 q + 15 (a macro, not a closure: see `block8`).
+        macro_rules! t {
+            ($q:expr) => {
+                _mm512_loadu_ps(col.add(16 * $q))
+            };
+        }
         match W {
-            16 => _mm512_permutexvar_ps(idx, t(0)),
-            32 => _mm512_permutex2var_ps(t(0), idx, t(1)),
+            16 => _mm512_permutexvar_ps(idx, t!(0)),
+            32 => _mm512_permutex2var_ps(t!(0), idx, t!(1)),
             _ => {
                 let mut v = [_mm512_setzero_ps(); 8];
                 let n = W / 32;
                 for q in 0..n {
-                    v[q] = _mm512_permutex2var_ps(t(2 * q), idx, t(2 * q + 1));
+                    v[q] = _mm512_permutex2var_ps(t!(2 * q), idx, t!(2 * q + 1));
                 }
                 let mut width = n;
                 let mut level = 0;
