@@ -532,7 +532,7 @@ unsafe fn tails_blend(
     }
 }
 
-/// K (1 or 2) vectors of 16 elements at `j`, `j + 16` (the lanes of `m[v]`), their
+/// K (1, 2 or 4) vectors of 16 elements at `j`, `j + 16`, … (the lanes of `m[v]`), their
 /// operations interleaved phase by phase: the breakpoint search and Horner are
 /// dependency chains, and two independent ones keep the core busier.
 #[inline(always)]
@@ -711,15 +711,28 @@ unsafe fn kernel<
         a0: _mm512_set1_ps(pr.anchor_affine.map_or(0.0, |a| a.0)),
         ah: _mm512_set1_ps(pr.anchor_affine.map_or(0.0, |a| a.1)),
     };
-    // Pairs of full vectors, then the rest one vector at a time (the last may be
-    // partial). One call site per form, so that `step` is inlined.
+    // Groups of full vectors, then the rest one vector at a time (the last may be
+    // partial). One call site per form, so that `step` is inlined. Groups of four for
+    // arbitrary breakpoints searched in registers (the search is a chain of dependent
+    // permutes; four independent chains keep the core busier: +4 … 32 % at P = 32 …
+    // 256 on the development VM), of two otherwise (four were no faster for uniform
+    // tables, and slower at P = 256: register pressure).
     let full = n / 16;
-    let pairs = full / 2;
-    for v in 0..pairs {
-        // SAFETY: 32 elements at v * 32 are below n.
-        unsafe { step::<TI, TO, UNIFORM, W, ROWS, 2>(&c, src, dst, v * 32, [0xFFFF; 2]) };
+    let mut done = 0;
+    if !UNIFORM && W >= 32 {
+        while done + 4 <= full {
+            // SAFETY: 64 elements at done * 16 are below n.
+            unsafe { step::<TI, TO, UNIFORM, W, ROWS, 4>(&c, src, dst, done * 16, [0xFFFF; 4]) };
+            done += 4;
+        }
+    } else {
+        while done + 2 <= full {
+            // SAFETY: 32 elements at done * 16 are below n.
+            unsafe { step::<TI, TO, UNIFORM, W, ROWS, 2>(&c, src, dst, done * 16, [0xFFFF; 2]) };
+            done += 2;
+        }
     }
-    for v in 2 * pairs..n.div_ceil(16) {
+    for v in done..n.div_ceil(16) {
         let m = if v < full {
             0xFFFF
         } else {
