@@ -24,10 +24,9 @@ const MAX_GRID: usize = 1 << 20;
 /// Flag on [`Cell::start`]: the cell holds more than one interior breakpoint.
 pub(crate) const MULTI: u32 = 1 << 31;
 
-/// f32 storage whose first element is 64-byte aligned: the SIMD kernels' column and
-/// row loads then never split a cache line (whole columns) or a page. (With a plain
-/// `Vec<f32>` the alignment is the allocator's: on the development VM one placement
-/// made an AVX-512 evaluation 4× slower than another, see bench/results.)
+/// f32 storage whose first element is 64-byte aligned: the SIMD kernels' whole-column
+/// loads then never split a cache line or a page (a `Vec<f32>` is only guaranteed
+/// 4-byte alignment).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Aligned {
     blocks: Vec<Line>,
