@@ -61,11 +61,9 @@ const ROWS_FROM_DEGREE: usize = 5;
 /// 0 (uniform: rows for P > 256; arbitrary: the lookup grid per lane, P > 256). ROWS:
 /// the coefficients come from per-lane row loads instead of register permutes.
 fn plan(pr: &Prepared) -> (usize, bool) {
-    let w = pr.w16;
-    if w == 0 || w > MAX_REG {
-        (0, true)
-    } else {
-        (w, w == MAX_REG && pr.d >= ROWS_FROM_DEGREE)
+    match pr.w16 {
+        0 => (0, true),
+        w => (w, w == MAX_REG && pr.d >= ROWS_FROM_DEGREE),
     }
 }
 
@@ -148,26 +146,29 @@ unsafe fn block4(rows: *const f32, offs: &[u32; 16]) -> [__m512; 4] {
     }
 }
 
-/// Horner over the rows at `offs` (one per lane): t = x − anchor, then FMA steps.
-/// With `anchor` given (computed anchors), the rows are `c.crows` (coefficients
-/// only); otherwise `c.rows`, whose first column is the anchor.
+/// Horner over each lane's row (piece `idx`): t = x − anchor, then FMA steps. With
+/// computed anchors (`c.affine`) the rows are `c.crows` (coefficients only, half as
+/// wide at D = 3); otherwise `c.rows`, whose first column is the anchor.
 #[inline(always)]
-unsafe fn rows_horner(c: &Ctx<'_>, offs: &[u32; 16], xp: __m512, anchor: Option<__m512>) -> __m512 {
-    // SAFETY (whole fn): forwarded; rows are padded so that whole blocks are readable.
-    // (Always inlined, without its own target features, so that it lands in the
-    // AVX-512 kernel and the intrinsics with it.)
+unsafe fn rows_horner(c: &Ctx<'_>, idx: __m512i, xp: __m512) -> __m512 {
+    // SAFETY (whole fn): idx ∈ [0, P-1], so every offset is a row start; rows are
+    // padded so that whole blocks are readable. (Always inlined, without its own target
+    // features, so that it lands in the AVX-512 kernel and the intrinsics with it.)
     unsafe {
-        let (rows, stride, skip) = match anchor {
-            Some(_) => (c.crows, c.cstride, 0),
-            None => (c.rows, c.stride, 1),
+        let (rows, stride, skip) = if c.affine {
+            (c.crows, c.cstride, 0)
+        } else {
+            (c.rows, c.stride, 1)
         };
+        let mut offs = [0u32; 16];
+        let off = _mm512_mullo_epi32(idx, _mm512_set1_epi32(stride as i32));
+        _mm512_storeu_si512(offs.as_mut_ptr() as *mut __m512i, off);
         // Columns of the row: [anchor] (when skip = 1), then c_0 … c_D.
         let ncol = c.d + 1 + skip;
-        // (A match, not `map_or` with a closure: closures do not take the kernel's
-        // target features.)
-        let mut t = match anchor {
-            Some(a) => _mm512_sub_ps(xp, a),
-            None => _mm512_setzero_ps(),
+        let mut t = if c.affine {
+            _mm512_sub_ps(xp, affine_anchor(c, idx))
+        } else {
+            _mm512_setzero_ps()
         };
         let mut r = _mm512_setzero_ps();
         // A macro, not a closure (see `block8`).
@@ -184,7 +185,7 @@ unsafe fn rows_horner(c: &Ctx<'_>, offs: &[u32; 16], xp: __m512, anchor: Option<
             }};
         }
         if stride == 4 {
-            let k = block4(rows, offs);
+            let k = block4(rows, &offs);
             for (q, &kq) in k.iter().enumerate().take(ncol) {
                 step!(q, kq);
             }
@@ -192,7 +193,7 @@ unsafe fn rows_horner(c: &Ctx<'_>, offs: &[u32; 16], xp: __m512, anchor: Option<
         }
         let mut col = 0;
         while col < ncol {
-            let k = block8(rows, offs, col / 8);
+            let k = block8(rows, &offs, col / 8);
             for (q, &kq) in k.iter().enumerate().take(ncol - col) {
                 step!(col + q, kq);
             }
@@ -200,6 +201,14 @@ unsafe fn rows_horner(c: &Ctx<'_>, offs: &[u32; 16], xp: __m512, anchor: Option<
         }
         r
     }
+}
+
+/// The anchor of piece `idx` computed as `fma(idx, h, a0)` — exactly the stored
+/// anchor when `c.affine` (checked when the table was prepared).
+#[inline(always)]
+unsafe fn affine_anchor(c: &Ctx<'_>, idx: __m512i) -> __m512 {
+    // SAFETY: always inlined into the AVX-512 kernel (see the module notes).
+    unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(idx), c.ah, c.a0) }
 }
 
 /// Loop invariants of one kernel call.
@@ -483,13 +492,7 @@ unsafe fn tail_blend(t: &TailK, r: __m512, m: __mmask16, x: __m512) -> __m512 {
     unsafe {
         match t {
             TailK::Clamp | TailK::Extend => r,
-            TailK::Exp2 { .. } => {
-                if m != 0 {
-                    _mm512_mask_mov_ps(r, m, tail_value(t, x, m))
-                } else {
-                    r
-                }
-            }
+            TailK::Exp2 { .. } if m == 0 => r,
             _ => _mm512_mask_mov_ps(r, m, tail_value(t, x, m)),
         }
     }
@@ -534,7 +537,7 @@ unsafe fn tails_blend(
 
 /// K (1, 2 or 4) vectors of 16 elements at `j`, `j + 16`, … (the lanes of `m[v]`), their
 /// operations interleaved phase by phase: the breakpoint search and Horner are
-/// dependency chains, and two independent ones keep the core busier.
+/// dependency chains, and independent ones keep the core busier.
 #[inline(always)]
 unsafe fn step<
     const TI: u8,
@@ -589,72 +592,52 @@ unsafe fn step<
             for v in 0..K {
                 let u = _mm512_mul_ps(_mm512_sub_ps(xs[v], c.lo), c.ginv);
                 let cell = _mm512_cvttps_epi32(_mm512_min_ps(u, c.gmax));
+                // Through 16-element stack arrays.
                 let mut ca = [0i32; 16];
                 let mut xa = [0f32; 16];
                 let mut ia = [0i32; 16];
-                // Safe: 16-element stack arrays.
-                {
-                    _mm512_storeu_si512(ca.as_mut_ptr() as *mut __m512i, cell);
-                    _mm512_storeu_ps(xa.as_mut_ptr(), xs[v]);
-                }
+                _mm512_storeu_si512(ca.as_mut_ptr() as *mut __m512i, cell);
+                _mm512_storeu_ps(xa.as_mut_ptr(), xs[v]);
                 for l in 0..16 {
                     ia[l] = c.pr.index_in_cell(ca[l] as usize, xa[l]) as i32;
                 }
-                // SAFETY: as above.
                 idx[v] = _mm512_loadu_si512(ia.as_ptr() as *const __m512i);
             }
             idx
         } else {
-            // Safe: the search tables are those of a W-entry list.
-            {
-                search::<W, K>(c.search, &xs)
-            }
+            // The search tables are those of a W-entry list.
+            search::<W, K>(c.search, &xs)
         };
+        for v in 0..K {
+            // Right-tail lanes use the last piece (left-tail ones already index 0).
+            idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
+        }
         let mut r = [zero; K];
         if ROWS {
             for v in 0..K {
-                // Right-tail lanes use the last piece (left-tail ones already index 0).
-                idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
-                let mut offs = [0u32; 16];
-                // Computed anchors read the coefficient-only rows (half as wide at D = 3).
-                let (anchor, stride) = if c.affine {
-                    let a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(idx[v]), c.ah, c.a0);
-                    (Some(a), c.cstride)
-                } else {
-                    (None, c.stride)
-                };
-                // SAFETY: 16-int stack array; idx ∈ [0, P-1], so every offset is a row start.
-                r[v] = {
-                    let off = _mm512_mullo_epi32(idx[v], _mm512_set1_epi32(stride as i32));
-                    _mm512_storeu_si512(offs.as_mut_ptr() as *mut __m512i, off);
-                    rows_horner(c, &offs, xp[v], anchor)
-                };
+                r[v] = rows_horner(c, idx[v], xp[v]);
             }
         } else {
+            // idx ∈ [0, P-1] and every column has W ≥ P entries.
             let mut bm = [[0; 3]; K];
             let mut t = [zero; K];
             for v in 0..K {
-                idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
                 bm[v] = block_masks::<W>(idx[v]);
             }
-            // Safe: idx ∈ [0, P-1] and every column has W ≥ P entries.
-            {
+            for v in 0..K {
+                // The anchor: computed or looked up. The branch tests a loop invariant.
+                let a = if c.affine {
+                    affine_anchor(c, idx[v])
+                } else {
+                    lookup::<W>(c.cols, idx[v], &bm[v])
+                };
+                t[v] = _mm512_sub_ps(xp[v], a);
+                r[v] = lookup::<W>(c.cols.add(W), idx[v], &bm[v]);
+            }
+            for k in 0..c.d {
                 for v in 0..K {
-                    // The anchor: computed (exactly the stored value, checked when the table
-                    // was prepared) or looked up. The branch tests a loop invariant.
-                    let a = if c.affine {
-                        _mm512_fmadd_ps(_mm512_cvtepi32_ps(idx[v]), c.ah, c.a0)
-                    } else {
-                        lookup::<W>(c.cols, idx[v], &bm[v])
-                    };
-                    t[v] = _mm512_sub_ps(xp[v], a);
-                    r[v] = lookup::<W>(c.cols.add(W), idx[v], &bm[v]);
-                }
-                for k in 0..c.d {
-                    for v in 0..K {
-                        let ck = lookup::<W>(c.cols.add((k + 2) * W), idx[v], &bm[v]);
-                        r[v] = _mm512_fmadd_ps(r[v], t[v], ck);
-                    }
+                    let ck = lookup::<W>(c.cols.add((k + 2) * W), idx[v], &bm[v]);
+                    r[v] = _mm512_fmadd_ps(r[v], t[v], ck);
                 }
             }
         }
@@ -662,8 +645,7 @@ unsafe fn step<
             let mut rv = tails_blend(c, r[v], lo_m[v], hi_m[v], x[v]);
             // NaN lanes (a degree-0 piece would not propagate them).
             rv = _mm512_mask_mov_ps(rv, nan_m[v], x[v]);
-            // (Safe because the lanes of m[v] at j + 16 v are writable and all K vectors
-            // were read first.)
+            // The lanes of m[v] at j + 16 v are writable; all K vectors were read first.
             store::<TO>(dst, j + 16 * v, rv, m[v]);
         }
     }

@@ -133,6 +133,23 @@ pub(crate) struct Prepared {
     pub right: TailK,
 }
 
+/// One row per piece, `[anchor, c_0, …, c_D]` (or `[c_0, …, c_D]` without the anchor),
+/// zero-padded to a stride that is a multiple of 4, plus 8 floats at the end so that
+/// SIMD kernels may read whole blocks past the last row. Returns (rows, stride).
+fn piece_rows(table: &Table, anchor: bool) -> (Vec<f32>, usize) {
+    let (p, d) = (table.breakpoints().partitions(), table.degree());
+    let a = usize::from(anchor);
+    let stride = (d + 1 + a).div_ceil(4) * 4;
+    let mut rows = vec![0.0f32; p * stride + 8];
+    for (i, row) in rows.chunks_exact_mut(stride).take(p).enumerate() {
+        if anchor {
+            row[0] = table.anchors()[i];
+        }
+        row[a..a + d + 1].copy_from_slice(table.piece(i));
+    }
+    (rows, stride)
+}
+
 /// The `d + 2` columns of the first `p` rows (of `stride` floats), each zero-padded to
 /// `width` entries (empty when `width` is 0).
 fn columns(rows: &[f32], stride: usize, p: usize, d: usize, width: usize) -> Vec<f32> {
@@ -230,13 +247,12 @@ impl Prepared {
         let b = table.breakpoints();
         let p = b.partitions();
         let d = table.degree();
-        let stride = (d + 2).div_ceil(4) * 4;
-        // Padded at the end so that SIMD kernels may read whole blocks past the last row.
-        let mut rows = vec![0.0f32; p * stride + 8];
-        for i in 0..p {
-            rows[i * stride] = table.anchors()[i];
-            rows[i * stride + 1..i * stride + d + 2].copy_from_slice(table.piece(i));
-        }
+        let (rows, stride) = piece_rows(table, true);
+        let anchor_affine = affine_anchors(table.anchors());
+        let (coef_rows, coef_stride) = match anchor_affine {
+            Some(_) => piece_rows(table, false),
+            None => (Vec::new(), 0),
+        };
         let soa_width = match p {
             0..=8 => 8,
             9..=16 => 16,
@@ -279,25 +295,14 @@ impl Prepared {
             cols16: cols16.into(),
             w16,
             search: search.into(),
-            anchor_affine: None,
-            coef_rows: Aligned::default(),
-            coef_stride: 0,
+            anchor_affine,
+            coef_rows: coef_rows.into(),
+            coef_stride,
             left: TailK::new(table.left_tail()),
             right: TailK::new(table.right_tail()),
         };
         if let Breakpoints::Arbitrary(points) = b {
             pr.build_grid(points);
-        }
-        pr.anchor_affine = affine_anchors(table.anchors());
-        if pr.anchor_affine.is_some() {
-            let cs = (d + 1).div_ceil(4) * 4;
-            // Padded like `rows`: whole blocks past the last row are readable.
-            let mut cr = vec![0.0f32; p * cs + 8];
-            for i in 0..p {
-                cr[i * cs..i * cs + d + 1].copy_from_slice(table.piece(i));
-            }
-            pr.coef_rows = cr.into();
-            pr.coef_stride = cs;
         }
         pr
     }
