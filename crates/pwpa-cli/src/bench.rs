@@ -378,7 +378,8 @@ fn max_error(b: &Arc<CudaBackend>, bufs: &Bufs, target: &Target, input: usize) -
     Ok(e)
 }
 
-fn cuda_single(a: &BenchArgs, b: &Arc<CudaBackend>) -> Result<Vec<Row>> {
+/// The rows, and a line on the pwpa kernel's specialisation (shared memory, copies).
+fn cuda_single(a: &BenchArgs, b: &Arc<CudaBackend>) -> Result<(Vec<Row>, String)> {
     let n = a.n.unwrap_or(1 << 28);
     let (table, target) = table_for(&a.target)?;
     let mut opts = LaunchOptions::default();
@@ -386,6 +387,28 @@ fn cuda_single(a: &BenchArgs, b: &Arc<CudaBackend>) -> Result<Vec<Row>> {
         opts.unroll = u;
     }
     let ct = CudaTable::with_options(b, &table, opts)?;
+    let kernel = if ct.uses_lut(a.dtype, a.dtype) {
+        "result table (every 16-bit input's result in shared memory)".to_string()
+    } else {
+        let (spec, smem) = ct.spec(a.dtype, a.dtype, None);
+        format!(
+            "polynomial kernel, {smem} B of shared memory: records {} ({} copies of the float4 planes, {} of the tail plane), anchors {}{}",
+            if spec.smem_rec { "in shared memory" } else { "from global memory" },
+            spec.repl,
+            spec.replt,
+            if spec.anchors { "in the records" } else { "computed as fma(i, h, a0)" },
+            if spec.arbitrary {
+                format!(
+                    ", lookup cells {} ({} copies){}",
+                    if spec.smem_idx { "in shared memory" } else { "from global memory" },
+                    spec.crepl,
+                    if spec.one_step { ", one step" } else { ", with a scan" }
+                )
+            } else {
+                String::new()
+            }
+        )
+    };
     let bufs = upload_inputs(b, &table, a.dtype, n, 2)?;
     let copy = time_copy(b, &bufs, a.repeats)?;
     let ms = time_table(b, &ct, &bufs, a.repeats)?;
@@ -411,7 +434,7 @@ fn cuda_single(a: &BenchArgs, b: &Arc<CudaBackend>) -> Result<Vec<Row>> {
     } else {
         rows.push(r);
     }
-    Ok(rows)
+    Ok((rows, kernel))
 }
 
 /// The speed sweep: the targets, coarsening, the seed's base kernel at P=256/D=3,
@@ -763,12 +786,12 @@ fn run_cuda(a: &BenchArgs) -> Result<()> {
         }
         return emit(&text);
     }
-    let rows = cuda_single(a, &b)?;
+    let (rows, kernel) = cuda_single(a, &b)?;
     if a.json {
-        let v = serde_json::json!({"device": b.device_name(), "target": a.target, "rows": rows});
+        let v = serde_json::json!({"device": b.device_name(), "target": a.target, "rows": rows, "kernel": kernel});
         return emit(&(serde_json::to_string_pretty(&v)? + "\n"));
     }
-    emit(&(header(&b, &a.target) + &print_rows(&rows)))
+    emit(&(header(&b, &a.target) + &print_rows(&rows) + "\npwpa: " + &kernel + "\n"))
 }
 
 /// `pwpa bench`.

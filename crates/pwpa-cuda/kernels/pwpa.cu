@@ -2,17 +2,22 @@
 //
 // The host prepends #defines that specialise this file:
 //   IN_T, OUT_T      0 = f32, 1 = f16, 2 = bf16
-//   DEG, SL, S       degree, float4 slots used per record ([anchor, c0..cD]) and record
-//                    stride in slots (odd, so random pieces spread over all banks)
+//   DEG              degree
+//   NQ, TW, HASA     record layout, as planes: NQ float4 planes and a tail plane of TW
+//                    floats (0, 1 or 2) per piece hold the row [anchor, c0..cD] (HASA 1)
+//                    or [c0..cD] (HASA 0: the anchor of piece i is fma(i, ah, a0), equal
+//                    to the table's anchor bits, checked on the host), zero-padded
 //   BLOCK            threads per block
 //   KIND             0 = uniform breakpoints, 1 = arbitrary (lookup grid + exact scan)
 //   LT, RT           tail kinds: 0 constant, 1 linear, 2 extend (edge piece at x), 3 exp2
 //   LXD, RXD         exp2 tail coefficient counts (1..8)
-//   FUSED            1: also evaluate a second table (derivative) with DEG2/S2/LT2/RT2/LXD2/RXD2
+//   FUSED            1: also evaluate a second table (derivative) with DEG2/NQ2/TW2/HASA2/
+//                    LT2/RT2/LXD2/RXD2
 //   SMEM_REC         1: records staged in shared memory, 0: read from global (__ldg)
 //   SMEM_IDX         1: lookup grid and breakpoints staged in shared memory
 //   UNROLL           16-byte chunks each thread has in flight per iteration
-//   REPL             interleaved copies of the records in shared memory (1, 2, 4, 8)
+//   REPL             interleaved copies of the float4 planes in shared memory (1, 2, 4, 8)
+//   REPLT            interleaved copies of the tail plane in shared memory (1 to 32)
 //   ONESTEP          1: the lookup grid has at most one breakpoint per cell (no scan)
 //   CREPL            interleaved copies of the lookup cells in shared memory (1..16)
 //   GRID_ORD         1: lookup cells over ordered float keys (log-spaced breakpoints)
@@ -38,8 +43,8 @@ struct TailP {
 };
 
 struct Params {
-    const float4* rec;   // P * S float4: [anchor, c0, ..., cD, pad]
-    const float4* rec2;  // P * S2 float4 (FUSED)
+    const float4* rec;   // NQ float4 planes of P, then P * TW floats (the tail plane)
+    const float4* rec2;  // the same for the derivative (FUSED)
     const float* bp;     // P + 1 breakpoints (KIND 1)
     const uint2* cells;  // G (start piece, bits of the next breakpoint) (KIND 1)
     u32 P;
@@ -48,6 +53,8 @@ struct Params {
     float hi;
     float inv;           // uniform: inv_step; arbitrary: lookup-grid inverse cell width
     u32 shift;           // GRID_ORD: log2 of the floats per lookup cell
+    float a0, ah;        // HASA 0: anchor of piece i = fma(i, ah, a0)
+    float a02, ah2;      // the same for the derivative (HASA2 0)
     TailP lt, rt, lt2, rt2;
     const float* tlut;   // TAILLUT: left-tail results then right-tail results
     int tk_lo;           // ordinal of the first left-tail input
@@ -155,27 +162,47 @@ __device__ __forceinline__ float apply_tail(const TailP& tp, float x, float r) {
 }
 
 // ---------------------------------------------------------------- one piece
-template <int D, int NSL, int STRIDE>
-__device__ __forceinline__ float horner_rec(const float4* rec, u32 i, float x) {
-    float f[NSL * 4];
+// Piece i's row from its planes (q4: the float4 planes, qt: the tail plane), then Horner
+// in t = x - anchor. In shared memory, copy c of plane entry e is at e * copies + c and a
+// lane reads copy (lane mod copies): with 8 copies of a float4 plane (16 of a float2,
+// 32 of a float plane) every access phase is conflict-free for any mix of pieces.
+template <int D, int NQ_, int TW_, int HASA_>
+__device__ __forceinline__ float horner_rec(const float4* q4, const float* qt, u32 P, u32 i, float x,
+                                            float a0, float ah) {
+    float f[NQ_ * 4 + TW_ + 1];
 #pragma unroll
-    for (int s = 0; s < NSL; ++s) {
+    for (int s = 0; s < NQ_; ++s) {
 #if SMEM_REC
-        // REPL interleaved copies: the 8 lanes of a 16-byte access phase read 8 different
-        // bank groups when REPL == 8 (conflict-free for any mix of pieces).
-        float4 q = rec[(i * STRIDE + s) * REPL + (threadIdx.x & (REPL - 1))];
+        float4 q = q4[((u32)s * P + i) * REPL + (threadIdx.x & (REPL - 1))];
 #else
-        float4 q = __ldg(rec + (u64)i * STRIDE + s);
+        float4 q = __ldg(q4 + (u64)s * P + i);
 #endif
         f[4 * s + 0] = q.x;
         f[4 * s + 1] = q.y;
         f[4 * s + 2] = q.z;
         f[4 * s + 3] = q.w;
     }
-    float t = __fsub_rn(x, f[0]);
-    float r = f[1];
+    if (TW_ == 2) {
+#if SMEM_REC
+        float2 q = reinterpret_cast<const float2*>(qt)[i * REPLT + (threadIdx.x & (REPLT - 1))];
+#else
+        float2 q = __ldg(reinterpret_cast<const float2*>(qt) + i);
+#endif
+        f[4 * NQ_] = q.x;
+        f[4 * NQ_ + 1] = q.y;
+    } else if (TW_ == 1) {
+#if SMEM_REC
+        f[4 * NQ_] = qt[i * REPLT + (threadIdx.x & (REPLT - 1))];
+#else
+        f[4 * NQ_] = __ldg(qt + i);
+#endif
+    }
+    const int o = HASA_ ? 1 : 0;
+    const float anchor = HASA_ ? f[0] : __fmaf_rn(__uint2float_rn(i), ah, a0);
+    float t = __fsub_rn(x, anchor);
+    float r = f[o];
 #pragma unroll
-    for (int k = 1; k <= D; ++k) r = __fmaf_rn(r, t, f[k + 1]);
+    for (int k = 1; k <= D; ++k) r = __fmaf_rn(r, t, f[o + k]);
     return r;
 }
 
@@ -259,7 +286,9 @@ __device__ __forceinline__ int ord16_of(float x) {
 
 struct Tab {
     const float4* rec;
+    const float* rect;   // tail plane of rec
     const float4* rec2;
+    const float* rect2;
     const uint2* cells;
     const float* bp;
     float* cbuf;  // COMPACT: BLOCK * VE floats, 32 * VE per warp
@@ -268,7 +297,7 @@ struct Tab {
 
 __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x, float& y, float& dy) {
     u32 i = piece_index(p, tb.cells, tb.bp, x);
-    float r = horner_rec<DEG, SL, S>(tb.rec, i, x);
+    float r = horner_rec<DEG, NQ, TW, HASA>(tb.rec, tb.rect, p.P, i, x, p.a0, p.ah);
     bool left = x < p.lo;
     bool right = x > p.hi;
 #if TAILLUT
@@ -293,7 +322,7 @@ __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x
     if (x != x) r = x;  // NaN in, NaN out (also for degree 0, where Horner never touches x)
     y = r;
 #if FUSED
-    float r2 = horner_rec<DEG2, SL2, S2>(tb.rec2, i, x);
+    float r2 = horner_rec<DEG2, NQ2, TW2, HASA2>(tb.rec2, tb.rect2, p.P, i, x, p.a02, p.ah2);
     if (left) r2 = apply_tail<LT2, LXD2>(p.lt2, x, r2);
     if (right) r2 = apply_tail<RT2, RXD2>(p.rt2, x, r2);
     if (x != x) r2 = x;
@@ -308,7 +337,7 @@ __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x
 // the exp2 tail of an x known to be in one (the same operations as eval_one's).
 __device__ __forceinline__ float eval_core(const Params& p, const Tab& tb, float x) {
     u32 i = piece_index(p, tb.cells, tb.bp, x);
-    float r = horner_rec<DEG, SL, S>(tb.rec, i, x);
+    float r = horner_rec<DEG, NQ, TW, HASA>(tb.rec, tb.rect, p.P, i, x, p.a0, p.ah);
 #if LT != 3
     if (x < p.lo) r = apply_tail<LT, LXD>(p.lt, x, r);
 #endif
@@ -409,6 +438,26 @@ __device__ __forceinline__ float gchunk_get(const OutChunk& o, int k) {
 // Shared-memory staging of the table (records, derivative records, grid, breakpoints).
 extern __shared__ float4 smem4[];
 
+// Stages the planes of one record array at `cur` (REPL copies of each float4 plane entry,
+// REPLT of each tail plane entry), points `tail` at the staged tail plane and returns the
+// next 16-byte-aligned position.
+template <int NQ_, int TW_>
+__device__ __forceinline__ float4* stage_planes(float4* cur, const float4* src, u32 P, const float*& tail) {
+    const u32 n = (u32)NQ_ * P * REPL;
+    for (u32 k = threadIdx.x; k < n; k += blockDim.x) cur[k] = src[k / REPL];
+    cur += n;
+    float* t = reinterpret_cast<float*>(cur);
+    if (TW_ == 2) {
+        const float2* s2 = reinterpret_cast<const float2*>(tail);
+        float2* t2 = reinterpret_cast<float2*>(t);
+        for (u32 k = threadIdx.x; k < P * REPLT; k += blockDim.x) t2[k] = s2[k / REPLT];
+    } else if (TW_ == 1) {
+        for (u32 k = threadIdx.x; k < P * REPLT; k += blockDim.x) t[k] = tail[k / REPLT];
+    }
+    tail = t;
+    return cur + ((u32)TW_ * P * REPLT + 3u) / 4u;
+}
+
 __device__ __forceinline__ Tab stage(const Params& p) {
     Tab tb;
     tb.rec = p.rec;
@@ -432,19 +481,19 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 #else
     tb.tlut = nullptr;
 #endif
-#if SMEM_REC
-    {
-        u32 n = p.P * S * REPL;
-        for (u32 k = threadIdx.x; k < n; k += blockDim.x) cur[k] = p.rec[k / REPL];
-        tb.rec = cur;
-        cur += n;
+    tb.rect = reinterpret_cast<const float*>(p.rec + (u64)NQ * p.P);
 #if FUSED
-        u32 n2 = p.P * S2 * REPL;
-        for (u32 k = threadIdx.x; k < n2; k += blockDim.x) cur[k] = p.rec2[k / REPL];
-        tb.rec2 = cur;
-        cur += n2;
+    tb.rect2 = reinterpret_cast<const float*>(p.rec2 + (u64)NQ2 * p.P);
+#else
+    tb.rect2 = nullptr;
 #endif
-    }
+#if SMEM_REC
+    tb.rec = cur;
+    cur = stage_planes<NQ, TW>(cur, p.rec, p.P, tb.rect);
+#if FUSED
+    tb.rec2 = cur;
+    cur = stage_planes<NQ2, TW2>(cur, p.rec2, p.P, tb.rect2);
+#endif
 #endif
 #if KIND == 1 && SMEM_IDX
     {
@@ -472,6 +521,7 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 // one sets the counter back to zero for the next launch on the stream. The next ticket
 // is taken while the current tile is in flight.
 #define TILE ((u64)BLOCK * UNROLL)
+
 
 __device__ __forceinline__ void ticket_done(u32* ctr, u32 t, u64 ntiles) {
     if ((u64)t == ntiles + gridDim.x - 1) atomicExch(ctr, 0u);

@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 use crate::{check, CudaBackend, DeviceBuffer};
 use cudarc::driver::sys;
 use pwpa::table::{arbitrary_index, Breakpoints, Tail};
-use pwpa::{bf16, f16, DType, Element, Table};
+use pwpa::{affine_anchors, bf16, f16, DType, Element, Table};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -114,6 +114,12 @@ pub(crate) struct Params {
     inv: f32,
     /// Ordered-key lookup grid: log2 of the floats per cell.
     shift: u32,
+    /// Records without anchors: piece i's anchor is fma(i, ah, a0) (and a02/ah2 for the
+    /// derivative of a fused launch).
+    a0: f32,
+    ah: f32,
+    a02: f32,
+    ah2: f32,
     lt: TailP,
     rt: TailP,
     lt2: TailP,
@@ -255,14 +261,21 @@ pub struct KernelSpec {
     pub fused: Option<(u32, u32, u32, u32, u32)>,
     /// Records staged in shared memory.
     pub smem_rec: bool,
+    /// Records hold each piece's anchor (else computed as `fma(i, h, a0)`, see
+    /// [`pwpa::affine_anchors`]); and the same for the derivative table when fused.
+    pub anchors: bool,
+    /// As `anchors`, for the fused derivative table (ignored when not fused).
+    pub anchors2: bool,
     /// Lookup grid and breakpoints staged in shared memory.
     pub smem_idx: bool,
     /// 16-byte chunks in flight per thread (thread coarsening).
     pub unroll: u32,
     /// Threads per block.
     pub block: u32,
-    /// Interleaved copies of the records in shared memory (1, 2, 4 or 8).
+    /// Interleaved copies of the records' float4 planes in shared memory (1, 2, 4 or 8).
     pub repl: u32,
+    /// Interleaved copies of the records' tail plane in shared memory (1 to 32).
+    pub replt: u32,
     /// Arbitrary breakpoints: the lookup grid is one-step (one compare, no scan).
     pub one_step: bool,
     /// Arbitrary breakpoints: the lookup grid is over ordered float keys (log-like cells).
@@ -289,20 +302,79 @@ fn dcode(d: DType) -> u32 {
     }
 }
 
-/// float4 slots a record of degree `d` uses ([anchor, c0..cD]).
-fn slots_used(d: u32) -> u32 {
-    (d + 2).div_ceil(4)
-}
-/// Record stride in float4 slots: with fewer than 8 interleaved copies an odd stride, so
-/// that random pieces spread over all shared-memory bank groups; with 8 copies every
-/// access phase is conflict-free already.
-fn slot_stride(d: u32, repl: u32) -> u32 {
-    let s = slots_used(d);
-    if s % 2 == 0 && repl < 8 {
-        s + 1
-    } else {
-        s
+/// Record layout as planes for a row of degree `d` ([anchor, c0..cD] with `anchors`,
+/// else [c0..cD]): (float4 planes, floats per piece in the tail plane). A row of
+/// 4k + 3 floats is padded to whole float4s (one 16-byte load rather than two smaller
+/// ones); 4k + 1 and 4k + 2 floats end in a float or float2 tail plane, so no shared
+/// memory is spent on padding. Each plane holds piece i at position i: random pieces
+/// spread over every bank group without an odd stride.
+fn planes(d: u32, anchors: bool) -> (u32, u32) {
+    let n = d + 1 + anchors as u32;
+    match n % 4 {
+        0 => (n / 4, 0),
+        3 => (n / 4 + 1, 0),
+        r => (n / 4, r),
     }
+}
+
+/// Bytes of shared memory for `p` records of degree `d` with `repl` copies of the float4
+/// planes and `replt` of the tail plane (each part 16-byte aligned).
+fn plane_bytes(p: usize, d: u32, anchors: bool, repl: u32, replt: u32) -> usize {
+    let (nq, tw) = planes(d, anchors);
+    p * nq as usize * 16 * repl as usize + (p * tw as usize * replt as usize * 4).div_ceil(16) * 16
+}
+
+/// Expected shared-memory wavefronts per element for one load of `width` bytes (4, 8 or
+/// 16) per lane from a table of random pieces with `copies` interleaved copies, lane l
+/// reading copy l mod copies. A warp's access is split into phases of 128 / width lanes
+/// over as many bank groups; a phase costs its largest number of distinct addresses in
+/// one group. Monte Carlo means (2·10^4 warps each, 2026-11-22): one copy costs 2.6
+/// (16 B), 3.1 (8 B) and 3.5 (4 B) wavefronts per phase, and copies help little until
+/// they are half the lanes of a phase. On an H100, Nsight Compute counted 0.90
+/// wavefronts per element for three 16-byte loads with one copy (model 0.98).
+fn load_cost(width: u32, copies: u32) -> f64 {
+    let per_phase = match (width, copies) {
+        (16, 1) => 2.603,
+        (16, 2) => 2.385,
+        (16, 4) => 1.938,
+        (16, _) => 1.0,
+        (8, 1) => 3.075,
+        (8, 2) => 2.943,
+        (8, 4) => 2.656,
+        (8, 8) => 1.996,
+        (8, _) => 1.0,
+        (_, 1) => 3.525,
+        (_, 2) => 3.46,
+        (_, 4) => 3.289,
+        (_, 8) => 2.953,
+        (_, 16) => 2.0,
+        (_, _) => 1.0,
+    };
+    // Phases per warp: width / 4; per element: / 32.
+    per_phase * (width / 4) as f64 / 32.0
+}
+
+/// The records of `table` in the plane layout of [`planes`] (one copy, as uploaded).
+fn plane_records(table: &Table, anchors: bool) -> Vec<f32> {
+    let p = table.partitions();
+    let d = table.degree();
+    let (nq, tw) = planes(d as u32, anchors);
+    let (nq, tw) = (nq as usize, tw as usize);
+    let mut out = vec![0.0f32; p * (4 * nq + tw)];
+    let mut row = vec![0.0f32; 4 * nq + tw];
+    for i in 0..p {
+        row.iter_mut().for_each(|v| *v = 0.0);
+        let o = anchors as usize;
+        if anchors {
+            row[0] = table.anchors()[i];
+        }
+        row[o..o + d + 1].copy_from_slice(table.piece(i));
+        for q in 0..nq {
+            out[(q * p + i) * 4..(q * p + i) * 4 + 4].copy_from_slice(&row[4 * q..4 * q + 4]);
+        }
+        out[4 * nq * p + i * tw..4 * nq * p + (i + 1) * tw].copy_from_slice(&row[4 * nq..]);
+    }
+    out
 }
 
 impl KernelSpec {
@@ -310,20 +382,22 @@ impl KernelSpec {
     pub fn source(&self) -> String {
         let (lt, rt, lxd, rxd) = self.tails;
         let mut s = format!(
-            "#define IN_T {}\n#define OUT_T {}\n#define DEG {}\n#define SL {}\n#define S {}\n#define KIND {}\n\
+            "#define IN_T {}\n#define OUT_T {}\n#define DEG {}\n#define NQ {}\n#define TW {}\n#define HASA {}\n#define KIND {}\n\
              #define LT {lt}\n#define RT {rt}\n#define LXD {lxd}\n#define RXD {rxd}\n#define SMEM_REC {}\n#define SMEM_IDX {}\n\
-             #define UNROLL {}\n#define BLOCK {}\n#define REPL {}\n#define ONESTEP {}\n#define CREPL {}\n#define GRID_ORD {}\n",
+             #define UNROLL {}\n#define BLOCK {}\n#define REPL {}\n#define REPLT {}\n#define ONESTEP {}\n#define CREPL {}\n#define GRID_ORD {}\n",
             dcode(self.x_dtype),
             dcode(self.y_dtype),
             self.degree,
-            slots_used(self.degree),
-            slot_stride(self.degree, self.repl),
+            planes(self.degree, self.anchors).0,
+            planes(self.degree, self.anchors).1,
+            self.anchors as u32,
             self.arbitrary as u32,
             self.smem_rec as u32,
             self.smem_idx as u32,
             self.unroll,
             self.block,
             self.repl,
+            self.replt,
             self.one_step as u32,
             self.crepl,
             self.grid_ord as u32,
@@ -334,11 +408,12 @@ impl KernelSpec {
         ));
         match self.fused {
             Some((d2, lt2, rt2, lxd2, rxd2)) => s.push_str(&format!(
-                "#define FUSED 1\n#define DEG2 {d2}\n#define SL2 {}\n#define S2 {}\n#define LT2 {lt2}\n#define RT2 {rt2}\n#define LXD2 {lxd2}\n#define RXD2 {rxd2}\n",
-                slots_used(d2),
-                slot_stride(d2, self.repl)
+                "#define FUSED 1\n#define DEG2 {d2}\n#define NQ2 {}\n#define TW2 {}\n#define HASA2 {}\n#define LT2 {lt2}\n#define RT2 {rt2}\n#define LXD2 {lxd2}\n#define RXD2 {rxd2}\n",
+                planes(d2, self.anchors2).0,
+                planes(d2, self.anchors2).1,
+                self.anchors2 as u32
             )),
-            None => s.push_str("#define FUSED 0\n#define DEG2 0\n#define SL2 1\n#define S2 1\n#define LT2 0\n#define RT2 0\n#define LXD2 1\n#define RXD2 1\n"),
+            None => s.push_str("#define FUSED 0\n#define DEG2 0\n#define NQ2 1\n#define TW2 0\n#define HASA2 1\n#define LT2 0\n#define RT2 0\n#define LXD2 1\n#define RXD2 1\n"),
         }
         s.push_str(PWPA_CU);
         s
@@ -375,10 +450,10 @@ pub const DEFAULT_UNROLL: u32 = 4;
 pub struct CudaTable {
     backend: Arc<CudaBackend>,
     table: Table,
-    /// Records with the odd stride (fewer than 8 copies in shared memory, or global).
+    /// Records in the plane layout ([`planes`]).
     rec: DeviceBuffer,
-    /// Records with the compact stride (8 interleaved copies).
-    rec8: DeviceBuffer,
+    /// `Some((a0, h))`: the records hold no anchors, piece i's is `fma(i, h, a0)`.
+    affine: Option<(f32, f32)>,
     bp: Option<DeviceBuffer>,
     cells: Option<DeviceBuffer>,
     g: u32,
@@ -629,19 +704,17 @@ impl CudaTable {
                 }
             }
         }
-        let p = table.partitions();
-        let records = |stride: usize| -> Vec<f32> {
-            let mut rec = vec![0.0f32; p * stride];
-            for i in 0..p {
-                rec[i * stride] = table.anchors()[i];
-                rec[i * stride + 1..i * stride + 2 + d].copy_from_slice(table.piece(i));
-            }
-            rec
-        };
-        let rec =
-            DeviceBuffer::from_slice(backend, &records(slot_stride(d as u32, 1) as usize * 4))?;
-        let rec8 =
-            DeviceBuffer::from_slice(backend, &records(slot_stride(d as u32, 8) as usize * 4))?;
+        // Anchors computed in the kernel when they are exactly affine in the piece index
+        // (uniform tables fitted by pwpa usually are); PWPA_CUDA_AFFINE=0 keeps them in the
+        // records (tuning and A/B measurement; read once per process).
+        static AFFINE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let affine_on = *AFFINE.get_or_init(|| {
+            std::env::var("PWPA_CUDA_AFFINE")
+                .map(|v| v != "0")
+                .unwrap_or(true)
+        });
+        let affine = affine_anchors(table.anchors()).filter(|_| affine_on);
+        let rec = DeviceBuffer::from_slice(backend, &plane_records(table, affine.is_none()))?;
         let mut one_step = false;
         let mut grid_shift = None;
         let (bp, cells, g, inv) = match table.breakpoints() {
@@ -674,7 +747,7 @@ impl CudaTable {
             backend: backend.clone(),
             table: table.clone(),
             rec,
-            rec8,
+            affine,
             bp,
             cells,
             g,
@@ -752,15 +825,16 @@ impl CudaTable {
         format!("#define BLOCK {LUT_BLOCK}\n#define UNROLL {unroll}\n{LUT_CU}")
     }
 
-    fn rec_bytes(&self, repl: u32) -> usize {
-        self.table.partitions() * slot_stride(self.table.degree() as u32, repl) as usize * 16
-    }
-    fn rec_ptr(&self, repl: u32) -> u64 {
-        if repl == 8 {
-            self.rec8.ptr()
-        } else {
-            self.rec.ptr()
-        }
+    /// Shared memory for the records with `repl` copies of the float4 planes and `replt`
+    /// of the tail plane.
+    fn rec_bytes(&self, repl: u32, replt: u32) -> usize {
+        plane_bytes(
+            self.table.partitions(),
+            self.table.degree() as u32,
+            self.affine.is_none(),
+            repl,
+            replt,
+        )
     }
     /// Shared memory for the lookup grid (`crepl` interleaved copies of the cells) and,
     /// unless the grid is one-step, the breakpoints.
@@ -808,7 +882,7 @@ impl CudaTable {
                 .unwrap_or(true)
         });
         let cbuf = block as usize * (16 / x_dtype.size()) * 4;
-        let rec1 = self.rec_bytes(1) + deriv.map(|d| d.rec_bytes(1)).unwrap_or(0);
+        let rec1 = self.rec_bytes(1, 1) + deriv.map(|d| d.rec_bytes(1, 1)).unwrap_or(0);
         // Measured on an H100 (2026-11-22): for 16-bit inputs (8 elements per chunk, so
         // one or two chunks in flight to fit the registers) it made the backward pass
         // slower (bf16 gelu 0.77 -> 0.93 ms at 2^28), so f32 inputs only.
@@ -835,10 +909,13 @@ impl CudaTable {
             tl_bytes.is_some_and(|b| rec1 + idx + b <= self.backend.shared_memory_optin());
         let tl_bytes = if taillut { tl_bytes.unwrap_or(0) } else { 0 };
         let max = self.backend.shared_memory_optin() - if compact { cbuf } else { 0 } - tl_bytes;
-        let rec_r =
-            |r: u32| (self.rec_bytes(r) + deriv.map(|d| d.rec_bytes(r)).unwrap_or(0)) * r as usize;
-        // As many interleaved copies (fewer bank conflicts) as fit with the index data,
-        // up to PWPA_CUDA_REPL (tuning: 1, 2, 4 or 8; read once per process).
+        let rec_r = |r: u32, rt: u32| {
+            self.rec_bytes(r, rt) + deriv.map(|d| d.rec_bytes(r, rt)).unwrap_or(0)
+        };
+        // Interleaved copies of the float4 planes, the tail plane and the lookup cells
+        // (fewer bank conflicts) chosen together to minimise the expected shared-memory
+        // wavefronts per element ([`load_cost`]) in the shared memory there is; the
+        // float4 planes at most PWPA_CUDA_REPL copies (tuning: 1, 2, 4 or 8; read once).
         static REPL_MAX: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
         let repl_max = *REPL_MAX.get_or_init(|| {
             std::env::var("PWPA_CUDA_REPL")
@@ -847,33 +924,64 @@ impl CudaTable {
                 .filter(|r| [1u32, 2, 4, 8].contains(r))
                 .unwrap_or(8)
         });
-        let repl = [8u32, 4, 2, 1]
-            .into_iter()
-            .filter(|&r| r <= repl_max)
-            .find(|&r| rec_r(r) + idx <= max)
-            .unwrap_or(1);
-        let rec = rec_r(repl);
-        let (smem_rec, smem_idx) = if rec + idx <= max {
+        // Where even one copy of everything does not fit: the records first, else the
+        // index data, else both from global memory (read through the L1 cache).
+        let (smem_rec, smem_idx) = if rec_r(1, 1) + idx <= max {
             (true, idx > 0)
-        } else if rec <= max {
+        } else if rec_r(1, 1) <= max {
             (true, false)
         } else if idx > 0 && idx <= max {
             (false, true)
         } else {
             (false, false)
         };
-        // Interleaved copies of the lookup cells (fewer bank conflicts on the 8-byte
-        // entries: 16 copies make every 16-lane access phase conflict-free), as many as
-        // fit beside the records.
-        let rec_smem = if smem_rec { rec } else { 0 };
-        let crepl = if smem_idx {
-            [16u32, 8, 4, 2, 1]
-                .into_iter()
-                .find(|&c| rec_smem + self.idx_bytes(c) <= max)
-                .unwrap_or(1)
-        } else {
-            1
-        };
+        let (tw, tw2) = (
+            planes(self.table.degree() as u32, self.affine.is_none()).1,
+            deriv
+                .map(|d| planes(d.table.degree() as u32, d.affine.is_none()).1)
+                .unwrap_or(0),
+        );
+        let (nq, nq2) = (
+            planes(self.table.degree() as u32, self.affine.is_none()).0,
+            deriv
+                .map(|d| planes(d.table.degree() as u32, d.affine.is_none()).0)
+                .unwrap_or(0),
+        );
+        let tail_cost = |w: u32, c: u32| if w == 0 { 0.0 } else { load_cost(4 * w, c) };
+        let mut best: Option<(f64, usize, u32, u32, u32)> = None;
+        for repl in [1u32, 2, 4, 8].into_iter().filter(|&r| r <= repl_max) {
+            for replt in [1u32, 2, 4, 8, 16, 32] {
+                for crepl in [1u32, 2, 4, 8, 16] {
+                    let rb = if smem_rec { rec_r(repl, replt) } else { 0 };
+                    let ib = if smem_idx { self.idx_bytes(crepl) } else { 0 };
+                    if rb + ib > max
+                        || (!smem_rec && (repl, replt) != (1, 1))
+                        || (!smem_idx && crepl != 1)
+                        || (tw.max(tw2) == 0 && replt != 1)
+                    {
+                        continue;
+                    }
+                    let mut cost = 0.0;
+                    if smem_rec {
+                        cost += (nq + nq2) as f64 * load_cost(16, repl)
+                            + tail_cost(tw, replt)
+                            + tail_cost(tw2, replt);
+                    }
+                    if smem_idx {
+                        cost += load_cost(8, crepl);
+                    }
+                    let better = match best {
+                        None => true,
+                        Some((c, b, ..)) => cost < c - 1e-9 || (cost < c + 1e-9 && rb + ib < b),
+                    };
+                    if better {
+                        best = Some((cost, rb + ib, repl, replt, crepl));
+                    }
+                }
+            }
+        }
+        let (_, _, repl, replt, crepl) = best.unwrap_or((0.0, 0, 1, 1, 1));
+        let rec_smem = if smem_rec { rec_r(repl, replt) } else { 0 };
         let idx = self.idx_bytes(crepl);
         let smem =
             rec_smem + if smem_idx { idx } else { 0 } + if compact { cbuf } else { 0 } + tl_bytes;
@@ -895,10 +1003,13 @@ impl CudaTable {
                 tails: self.tails,
                 fused,
                 smem_rec,
+                anchors: self.affine.is_none(),
+                anchors2: deriv.map(|d| d.affine.is_none()).unwrap_or(true),
                 smem_idx,
                 unroll: self.opts.unroll,
                 block,
                 repl: if smem_rec { repl } else { 1 },
+                replt: if smem_rec { replt } else { 1 },
                 one_step: self.one_step,
                 grid_ord: self.grid_shift.is_some(),
                 crepl,
@@ -939,16 +1050,13 @@ impl CudaTable {
         Ok(Some((p, host)))
     }
 
-    fn params(
-        &self,
-        deriv: Option<&CudaTable>,
-        repl: u32,
-        tl: Option<(u64, &TailLutHost)>,
-    ) -> Params {
+    fn params(&self, deriv: Option<&CudaTable>, tl: Option<(u64, &TailLutHost)>) -> Params {
         let b = self.table.breakpoints();
+        let (a0, ah) = self.affine.unwrap_or((0.0, 0.0));
+        let (a02, ah2) = deriv.and_then(|d| d.affine).unwrap_or((0.0, 0.0));
         Params {
-            rec: self.rec_ptr(repl),
-            rec2: deriv.map(|d| d.rec_ptr(repl)).unwrap_or(0),
+            rec: self.rec.ptr(),
+            rec2: deriv.map(|d| d.rec.ptr()).unwrap_or(0),
             bp: self.bp.as_ref().map(|b| b.ptr()).unwrap_or(0),
             cells: self.cells.as_ref().map(|b| b.ptr()).unwrap_or(0),
             p: self.table.partitions() as u32,
@@ -957,6 +1065,10 @@ impl CudaTable {
             hi: b.hi(),
             inv: self.inv,
             shift: self.grid_shift.unwrap_or(0),
+            a0,
+            ah,
+            a02,
+            ah2,
             lt: self.lt,
             rt: self.rt,
             lt2: deriv.map(|d| d.lt).unwrap_or_default(),
@@ -1213,7 +1325,7 @@ impl CudaTable {
         } else {
             None
         };
-        let mut params = self.params(deriv, spec.repl, tl);
+        let mut params = self.params(deriv, tl);
         let (mut px, mut py, mut pdy, mut pn, mut pv, mut pc) = (x, y, dy, n as u64, vbeg, nchunks);
         let mut args: [*mut std::ffi::c_void; 8] = [
             &mut px as *mut _ as *mut _,
@@ -1404,8 +1516,65 @@ fn sync(b: &CudaBackend) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{ord16, tail_lut_host};
+    use super::{ord16, plane_bytes, plane_records, planes, tail_lut_host};
     use pwpa::{bf16, f16, Breakpoints, DType, Table, Tail};
+
+    /// The plane layout holds every row exactly where the kernel reads it: float q of
+    /// piece i's row at float4 plane q / 4, entry i, lane q % 4; the rest in the tail plane.
+    #[test]
+    fn plane_records_hold_every_row() {
+        for d in 0..=15usize {
+            for anchors in [false, true] {
+                let p = 7;
+                let b = Breakpoints::uniform(-1.0, 2.0, p).unwrap();
+                let coeffs: Vec<f32> = (0..p * (d + 1)).map(|k| k as f32 + 0.5).collect();
+                let t = Table::new(
+                    b.clone(),
+                    d,
+                    Table::midpoint_anchors(&b),
+                    coeffs,
+                    Tail::Clamp,
+                    Tail::Clamp,
+                )
+                .unwrap();
+                let (nq, tw) = planes(d as u32, anchors);
+                let n = d + 1 + anchors as usize;
+                assert!(
+                    4 * nq as usize + tw as usize >= n && 4 * nq as usize + tw as usize <= n + 1
+                );
+                assert!(tw <= 2);
+                let rec = plane_records(&t, anchors);
+                assert_eq!(rec.len(), p * (4 * nq as usize + tw as usize));
+                for i in 0..p {
+                    let mut row: Vec<f32> = Vec::new();
+                    if anchors {
+                        row.push(t.anchors()[i]);
+                    }
+                    row.extend_from_slice(t.piece(i));
+                    for (q, &v) in row.iter().enumerate() {
+                        let got = if q < 4 * nq as usize {
+                            rec[((q / 4) * p + i) * 4 + q % 4]
+                        } else {
+                            rec[4 * nq as usize * p + i * tw as usize + (q - 4 * nq as usize)]
+                        };
+                        assert_eq!(
+                            got.to_bits(),
+                            v.to_bits(),
+                            "d {d} anchors {anchors} piece {i} float {q}"
+                        );
+                    }
+                }
+                // Shared memory: whole float4s per plane copy, the tail plane rounded up.
+                let want = p * nq as usize * 16 * 4 + (p * tw as usize * 8 * 4).div_ceil(16) * 16;
+                assert_eq!(plane_bytes(p, d as u32, anchors, 4, 8), want);
+            }
+        }
+        // Degree 3 without anchors: one float4 per piece; with them, a float4 and a float.
+        assert_eq!(planes(3, false), (1, 0));
+        assert_eq!(planes(3, true), (1, 1));
+        assert_eq!(planes(5, false), (1, 2));
+        assert_eq!(planes(1, true), (1, 0));
+    }
 
     /// The exp2-tail result tables for 16-bit inputs hold, for every non-NaN input in an
     /// exp2 tail, exactly the CPU's result at the index the kernel computes.

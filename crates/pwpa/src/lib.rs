@@ -19,6 +19,6 @@ pub use element::{DType, Element};
 pub use error::{Error, Result};
 pub use eval::Evaluator;
 pub use funcs::Target;
-pub use table::{aos_to_soa, soa_to_aos, Breakpoints, Layout, Table, Tail};
+pub use table::{affine_anchors, aos_to_soa, soa_to_aos, Breakpoints, Layout, Table, Tail};
 
 pub use half::{bf16, f16};

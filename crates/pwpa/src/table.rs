@@ -788,6 +788,20 @@ pub fn shift_poly_f64(coeffs: &[f32], shift: f64) -> Vec<f64> {
     c
 }
 
+/// `Some((a0, h))` when `anchors[i] == fma(i as f32, h, a0)` bit for bit for every i,
+/// with `a0 = anchors[0]` and `h = anchors[1] - anchors[0]` (f32): then an evaluator may
+/// compute piece i's anchor as `fma(i, h, a0)` (exactly the stored value) instead of
+/// loading it (the AVX-512 and CUDA kernels do).
+pub fn affine_anchors(anchors: &[f32]) -> Option<(f32, f32)> {
+    let a0 = *anchors.first()?;
+    let h = anchors.get(1).map_or(0.0, |&a1| a1 - a0);
+    let exact = anchors
+        .iter()
+        .enumerate()
+        .all(|(i, &a)| (i as f32).mul_add(h, a0).to_bits() == a.to_bits());
+    (exact && h.is_finite()).then_some((a0, h))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@
 //! do; otherwise a short scan). The result is exactly the
 //! oracle's rule (the number of interior breakpoints `<= x`), for any breakpoint list.
 
-use crate::table::{uniform_index, Breakpoints, Table, Tail};
+use crate::table::{affine_anchors, uniform_index, Breakpoints, Table, Tail};
 
 /// Largest grid, in cells (8 MiB).
 const MAX_GRID: usize = 1 << 20;
@@ -162,18 +162,6 @@ fn columns(rows: &[f32], stride: usize, p: usize, d: usize, width: usize) -> Vec
         }
     }
     cols
-}
-
-/// `Some((a0, h))` when `anchors[i] == fma(i as f32, h, a0)` bit for bit for every i,
-/// with `a0 = anchors[0]` and `h = anchors[1] - anchors[0]` (f32).
-fn affine_anchors(anchors: &[f32]) -> Option<(f32, f32)> {
-    let a0 = *anchors.first()?;
-    let h = anchors.get(1).map_or(0.0, |&a1| a1 - a0);
-    let exact = anchors
-        .iter()
-        .enumerate()
-        .all(|(i, &a)| (i as f32).mul_add(h, a0).to_bits() == a.to_bits());
-    (exact && h.is_finite()).then_some((a0, h))
 }
 
 /// The probe tables of a binary search over `sorted` (a power of two ≥ 16 entries):
@@ -428,7 +416,7 @@ pub(crate) unsafe fn portable<T: crate::Element, U: crate::Element>(
 
 #[cfg(test)]
 mod tests {
-    use super::affine_anchors;
+    use crate::table::affine_anchors;
     use crate::{Breakpoints, Table};
 
     #[test]
