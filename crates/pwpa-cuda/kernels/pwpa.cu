@@ -21,8 +21,8 @@
 //   ONESTEP          1: the lookup grid has at most one breakpoint per cell (no scan)
 //   CREPL            interleaved copies of the lookup cells in shared memory (1..16)
 //   GRID_ORD         1: lookup cells over ordered float keys (log-spaced breakpoints)
-//   COMPACT          1: exp2-tail elements of a warp's chunks are gathered in shared
-//                    memory and evaluated 32 at a time (f32 input, not FUSED)
+//   COMPACT          1: exp2-tail elements of a warp's tile are gathered in shared
+//                    memory and evaluated 32 at a time (not FUSED)
 //   TAILLUT          1: 16-bit input; the results of every input in an exp2 tail are staged
 //                    in shared memory and looked up by the input's 16-bit ordinal
 //   GRADMUL          1: backward pass, y = g * table(x) with g read from the `dy` argument
@@ -291,7 +291,7 @@ struct Tab {
     const float* rect2;
     const uint2* cells;
     const float* bp;
-    float* cbuf;  // COMPACT: BLOCK * VE floats, 32 * VE per warp
+    float* cbuf;  // COMPACT: BLOCK * UNROLL * VE floats, 32 * UNROLL * VE per warp
     const float* tlut;  // TAILLUT: staged exp2-tail results
 };
 
@@ -467,7 +467,7 @@ __device__ __forceinline__ Tab stage(const Params& p) {
     float4* cur = smem4;
 #if COMPACT
     tb.cbuf = reinterpret_cast<float*>(cur);
-    cur += BLOCK * VE / 4;
+    cur += BLOCK * UNROLL * VE / 4;
 #else
     tb.cbuf = nullptr;
 #endif
@@ -521,6 +521,9 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 // one sets the counter back to zero for the next launch on the stream. The next ticket
 // is taken while the current tile is in flight.
 #define TILE ((u64)BLOCK * UNROLL)
+#if COMPACT
+static_assert(UNROLL * VE <= 32, "compaction: one mask bit per element of a thread's tile");
+#endif
 
 
 __device__ __forceinline__ void ticket_done(u32* ctr, u32 t, u64 ntiles) {
@@ -588,55 +591,71 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                 in[u] = make_uint4(0u, 0u, 0u, 0u);
             }
         }
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            u64 c = c0 + (u64)u * BLOCK;
 #if COMPACT
-            // Elements in an exp2 tail are evaluated after the rest, gathered from the
-            // whole warp into shared memory 32 at a time: with divergent lanes the tail
-            // would otherwise cost every lane of the warp once per element. (When more
-            // than half of the warp's elements are in a tail, gathering saves nothing
-            // and they are evaluated in place.) Every lane takes part in the warp votes,
-            // also past the last chunk (`valid` false).
-            float rc[VE];
-            {
-                const bool valid = c < nchunks;
-                const u32 lane = threadIdx.x & 31u;
-                const u32 lt_mask = (1u << lane) - 1u;
-                float* wb = tb.cbuf + (threadIdx.x >> 5) * (32 * VE);
-                u32 tm = 0, pos[VE], total = 0;
+        // Elements in an exp2 tail are evaluated after the rest, gathered from the whole
+        // warp's tile (UNROLL chunks per lane) into shared memory and evaluated 32 at a
+        // time: with divergent lanes the tail would otherwise cost every lane of the warp
+        // once per element. Positions come from one warp scan of the per-lane counts. The
+        // core (index, Horner, other tails) runs for every element and a tail element's
+        // result replaces it; the inputs are dead once gathered, which leaves registers
+        // for the next chunks' loads. (When nearly all of the tile is in a tail, as for
+        // exp on wide inputs, gathering saves nothing: evaluated in place.)
+        float rc[UNROLL][VE];
+        {
+            const u32 lane = threadIdx.x & 31u;
+            u32 tm = 0;  // bit u * VE + k2: that element is in an exp2 tail
 #pragma unroll
-                for (int k2 = 0; k2 < VE; ++k2) {
-                    const float xk = chunk_get(in[u], k2);
-                    const bool tl = valid && in_exp2_tail(p, xk);
-                    float rr = 0.0f;
-                    if (__any_sync(0xFFFFFFFFu, valid && !tl) && valid) rr = eval_core(p, tb, xk);
-                    rc[k2] = rr;
-                    const u32 b = __ballot_sync(0xFFFFFFFFu, tl);
-                    pos[k2] = total + __popc(b & lt_mask);
-                    total += __popc(b);
-                    tm |= tl ? (1u << k2) : 0u;
-                }
-                if (total > 16u * VE) {
-                    // Mostly tail elements (e.g. exp, whose core is tiny): gathering saves
-                    // no pass, so evaluate them in place, element by element.
+            for (int u = 0; u < UNROLL; ++u) {
+                const bool valid = c0 + (u64)u * BLOCK < nchunks;
 #pragma unroll
-                    for (int k2 = 0; k2 < VE; ++k2)
-                        if (tm & (1u << k2)) rc[k2] = eval_exp2_tail(p, chunk_get(in[u], k2));
-                } else if (total > 0) {
+                for (int k2 = 0; k2 < VE; ++k2)
+                    tm |= (valid && in_exp2_tail(p, chunk_get(in[u], k2))) ? (1u << (u * VE + k2)) : 0u;
+            }
+            const u32 cnt = __popc(tm);
+            u32 incl = cnt;
 #pragma unroll
-                    for (int k2 = 0; k2 < VE; ++k2)
-                        if (tm & (1u << k2)) wb[pos[k2]] = chunk_get(in[u], k2);
+            for (u32 o = 1; o < 32; o <<= 1) {
+                const u32 v = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+                if (lane >= o) incl += v;
+            }
+            const u32 total = __shfl_sync(0xFFFFFFFFu, incl, 31);
+            if (total > 28u * UNROLL * VE) {
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+                    for (int k2 = 0; k2 < VE; ++k2) {
+                        const float xk = chunk_get(in[u], k2);
+                        rc[u][k2] = (tm & (1u << (u * VE + k2))) ? eval_exp2_tail(p, xk) : eval_core(p, tb, xk);
+                    }
+            } else {
+                float* wb = tb.cbuf + (threadIdx.x >> 5) * (32 * UNROLL * VE);
+                u32 pos = incl - cnt;
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+                    for (int k2 = 0; k2 < VE; ++k2) {
+                        const float xk = chunk_get(in[u], k2);
+                        rc[u][k2] = eval_core(p, tb, xk);
+                        if (tm & (1u << (u * VE + k2))) wb[pos++] = xk;
+                    }
+                if (total > 0) {
                     __syncwarp();
                     for (u32 j = lane; j < total; j += 32u) wb[j] = eval_exp2_tail(p, wb[j]);
                     __syncwarp();
+                    pos = incl - cnt;
 #pragma unroll
-                    for (int k2 = 0; k2 < VE; ++k2)
-                        if (tm & (1u << k2)) rc[k2] = wb[pos[k2]];
+                    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+                        for (int k2 = 0; k2 < VE; ++k2)
+                            if (tm & (1u << (u * VE + k2))) rc[u][k2] = wb[pos++];
                     __syncwarp();
                 }
             }
+        }
 #endif
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            u64 c = c0 + (u64)u * BLOCK;
             if (c < nchunks) {
                 OutChunk o;
 #if FUSED
@@ -646,7 +665,7 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                 for (int k2 = 0; k2 < VE; ++k2) {
                     float r, d;
 #if COMPACT
-                    r = rc[k2];
+                    r = rc[u][k2];
                     d = 0.0f;
 #else
                     eval_one(p, tb, chunk_get(in[u], k2), r, d);

@@ -443,8 +443,13 @@ impl Default for LaunchOptions {
     }
 }
 
-/// Default thread coarsening (chunks of 8 elements in flight per thread).
+/// Default thread coarsening (chunks of 16 bytes in flight per thread).
 pub const DEFAULT_UNROLL: u32 = 4;
+
+/// Most chunks in flight per thread with warp compaction of exp2-tail elements (its
+/// shared buffer holds a float per element of a thread's tile, and a tile's elements are
+/// one bit each of a 32-bit mask).
+const COMPACT_UNROLL: u32 = 4;
 
 /// A [`pwpa::Table`] uploaded to one device.
 pub struct CudaTable {
@@ -872,16 +877,19 @@ impl CudaTable {
                 .filter(|b| [256u32, 512, 1024].contains(b))
                 .unwrap_or(1024)
         });
-        // Warp compaction of exp2-tail elements (a float per element of a thread's
-        // 16-byte chunk), when its buffer fits beside the records; PWPA_CUDA_COMPACT=0
-        // turns it off (tuning).
+        // Warp compaction of exp2-tail elements (a float per element of a thread's tile:
+        // at most COMPACT_UNROLL chunks of 16 bytes), when its buffer fits beside the
+        // records; PWPA_CUDA_COMPACT=0 turns it off (tuning).
         static COMPACT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         let compact_on = *COMPACT.get_or_init(|| {
             std::env::var("PWPA_CUDA_COMPACT")
                 .map(|v| v != "0")
                 .unwrap_or(true)
         });
-        let cbuf = block as usize * (16 / x_dtype.size()) * 4;
+        let cbuf = block as usize
+            * (16 / x_dtype.size())
+            * self.opts.unroll.min(COMPACT_UNROLL) as usize
+            * 4;
         let rec1 = self.rec_bytes(1, 1) + deriv.map(|d| d.rec_bytes(1, 1)).unwrap_or(0);
         // Measured on an H100 (2026-11-22): for 16-bit inputs (8 elements per chunk, so
         // one or two chunks in flight to fit the registers) it made the backward pass
@@ -1295,10 +1303,13 @@ impl CudaTable {
         spec.grad = grad;
         // Chunks in flight that fit in 64 registers per thread (1024 threads) without
         // spilling (nvrtc_compile checks each case): 16 input bytes with 32 gradient
-        // bytes, or the compaction's state on top of the gradient chunks, allow two.
+        // bytes, or the compaction's state on top of the gradient chunks, allow two;
+        // compaction alone COMPACT_UNROLL (its buffer is sized for that many).
         let x16 = x_dtype.size() == 2;
         let cap = if grad && ((x16 && y_dtype == DType::F32) || spec.compact) {
             2
+        } else if spec.compact {
+            COMPACT_UNROLL
         } else {
             8
         };
