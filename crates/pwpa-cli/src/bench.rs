@@ -54,6 +54,11 @@ pub struct BenchArgs {
     /// Run the speed sweep (dtypes × breakpoint kinds × P × D, coarsening, compile cache; CUDA only).
     #[arg(long)]
     pub sweep: bool,
+    /// Inputs drawn from a normal distribution N(0, SIGMA^2) (as activations are; e.g. 4 for
+    /// bench/torch_bench.py's `randn * 4`) instead of uniformly over the table's range and
+    /// a 10 % margin on each side. Single-table timings only, not --study or --sweep.
+    #[arg(long, value_name = "SIGMA")]
+    pub normal: Option<f64>,
     /// Thread coarsening of the CUDA kernel (16-byte chunks in flight per thread: 1, 2, 4, 8).
     #[arg(long)]
     pub unroll: Option<u32>,
@@ -142,24 +147,40 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Deterministic inputs over the range and a 10 % margin on each side (tails too).
-fn inputs<T: Element>(t: &Table, n: usize, seed: u64) -> Vec<T> {
+/// `n` inputs: uniform over the table's range and a 10 % margin on each side, or normal
+/// N(0, sigma^2) (Box–Muller) when `normal` is given.
+fn inputs<T: Element>(t: &Table, n: usize, seed: u64, normal: Option<f64>) -> Vec<T> {
     let (lo, hi) = (t.breakpoints().lo() as f64, t.breakpoints().hi() as f64);
     let margin = 0.1 * (hi - lo);
     let mut s = 0x9E37_79B9_7F4A_7C15u64 ^ seed.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    let mut unit = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64
+    };
     (0..n)
         .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let u = (s >> 11) as f64 / (1u64 << 53) as f64;
-            T::from_f32((lo - margin + u * (hi - lo + 2.0 * margin)) as f32)
+            let v = match normal {
+                Some(sigma) => {
+                    let (u1, u2) = (1.0 - unit(), unit());
+                    sigma * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+                }
+                None => lo - margin + unit() * (hi - lo + 2.0 * margin),
+            };
+            T::from_f32(v as f32)
         })
         .collect()
 }
 
 /// Times evaluation and a copy; returns (eval seconds, copy seconds), medians.
-fn time_cpu<T: Element>(ev: &Evaluator, n: usize, repeats: usize) -> Result<(f64, f64)> {
-    let xs: Vec<T> = inputs(ev.table(), n, 0);
+fn time_cpu<T: Element>(
+    ev: &Evaluator,
+    n: usize,
+    repeats: usize,
+    normal: Option<f64>,
+) -> Result<(f64, f64)> {
+    let xs: Vec<T> = inputs(ev.table(), n, 0, normal);
     let mut ys = vec![T::from_f32(0.0); n];
     let mut copy = vec![T::from_f32(0.0); n];
     ev.eval(&xs, &mut ys)?; // warm-up
@@ -190,13 +211,15 @@ fn upload_inputs(
     dtype: DType,
     n: usize,
     copies: usize,
+    normal: Option<f64>,
 ) -> Result<Bufs> {
     let mut xs = Vec::new();
     for c in 0..copies {
+        let c = c as u64;
         let buf = match dtype {
-            DType::F32 => DeviceBuffer::from_slice(b, &inputs::<f32>(t, n, c as u64))?,
-            DType::F16 => DeviceBuffer::from_slice(b, &inputs::<f16>(t, n, c as u64))?,
-            DType::BF16 => DeviceBuffer::from_slice(b, &inputs::<bf16>(t, n, c as u64))?,
+            DType::F32 => DeviceBuffer::from_slice(b, &inputs::<f32>(t, n, c, normal))?,
+            DType::F16 => DeviceBuffer::from_slice(b, &inputs::<f16>(t, n, c, normal))?,
+            DType::BF16 => DeviceBuffer::from_slice(b, &inputs::<bf16>(t, n, c, normal))?,
         };
         xs.push(buf);
     }
@@ -409,7 +432,7 @@ fn cuda_single(a: &BenchArgs, b: &Arc<CudaBackend>) -> Result<(Vec<Row>, String)
             }
         )
     };
-    let bufs = upload_inputs(b, &table, a.dtype, n, 2)?;
+    let bufs = upload_inputs(b, &table, a.dtype, n, 2, a.normal)?;
     let copy = time_copy(b, &bufs, a.repeats)?;
     let ms = time_table(b, &ct, &bufs, a.repeats)?;
     let mut r = row("pwpa", &table, a.dtype, n, opts.unroll, ms, copy);
@@ -454,7 +477,7 @@ fn cuda_sweep(a: &BenchArgs, b: &Arc<CudaBackend>, out: &Path) -> Result<String>
     for dtype in [DType::F32, DType::BF16, DType::F16] {
         for arbitrary in [false, true] {
             let probe = random_table(8, 1, arbitrary, false, 1)?;
-            let bufs = upload_inputs(b, &probe, dtype, n, 2)?;
+            let bufs = upload_inputs(b, &probe, dtype, n, 2, None)?;
             let copy = time_copy(b, &bufs, a.repeats)?;
             for &(p, d) in configs {
                 let t = random_table(p, d, arbitrary, false, (p * 31 + d) as u64)?;
@@ -477,7 +500,7 @@ fn cuda_sweep(a: &BenchArgs, b: &Arc<CudaBackend>, out: &Path) -> Result<String>
     for dtype in [DType::F32, DType::BF16] {
         for &(p, d, arb) in &[(1024usize, 5usize, false), (1024, 5, true), (256, 3, false)] {
             let t = random_table(p, d, arb, false, 5)?;
-            let bufs = upload_inputs(b, &t, dtype, n, 2)?;
+            let bufs = upload_inputs(b, &t, dtype, n, 2, None)?;
             let copy = time_copy(b, &bufs, a.repeats)?;
             for unroll in [1u32, 2, 4, 8] {
                 let ct = CudaTable::with_options(
@@ -503,7 +526,7 @@ fn cuda_sweep(a: &BenchArgs, b: &Arc<CudaBackend>, out: &Path) -> Result<String>
     ] {
         for arbitrary in [false, true] {
             let t = random_table(256, 3, arbitrary, false, 11)?;
-            let bufs = upload_inputs(b, &t, xd, n, 2)?;
+            let bufs = upload_inputs(b, &t, xd, n, 2, None)?;
             let y = DeviceBuffer::new(b, n * yd.size())?;
             let half = n * (xd.size() + yd.size()) / 2;
             let scratch = DeviceBuffer::new(b, half)?;
@@ -529,7 +552,7 @@ fn cuda_sweep(a: &BenchArgs, b: &Arc<CudaBackend>, out: &Path) -> Result<String>
 
     // The seed's base kernel at P = 256, D = 3 (f32, arbitrary breakpoints, zero anchors).
     let t = random_table(256, 3, true, true, 7)?;
-    let bufs = upload_inputs(b, &t, DType::F32, n, 2)?;
+    let bufs = upload_inputs(b, &t, DType::F32, n, 2, None)?;
     let copy = time_copy(b, &bufs, a.repeats)?;
     let st = pwpa_cuda::seed::SeedTable::new(b, &t)?;
     let ms = time_ms(b, &bufs, 1, a.repeats.min(5), &mut |x, y| unsafe {
@@ -553,7 +576,7 @@ fn cuda_sweep(a: &BenchArgs, b: &Arc<CudaBackend>, out: &Path) -> Result<String>
     let _ = std::fs::remove_dir_all(&dir);
     std::env::set_var("PWPA_CACHE_DIR", &dir);
     let t = random_table(512, 4, true, false, 3)?;
-    let small = upload_inputs(b, &t, DType::BF16, 1 << 20, 1)?;
+    let small = upload_inputs(b, &t, DType::BF16, 1 << 20, 1, None)?;
     let first = |label: &str| -> Result<String> {
         let nb = CudaBackend::new(b.context().ordinal())?;
         let t0 = Instant::now();
@@ -616,7 +639,7 @@ fn cuda_study(a: &BenchArgs, b: &Arc<CudaBackend>, out: &Path) -> Result<String>
     let repeats = a.repeats.clamp(1, 5);
     let mut rows = Vec::new();
     let probe = random_table(8, 1, true, true, 1)?;
-    let bufs = upload_inputs(b, &probe, DType::F32, n, 2)?;
+    let bufs = upload_inputs(b, &probe, DType::F32, n, 2, None)?;
     let copy = time_copy(b, &bufs, repeats)?;
     for &p in &[2usize, 8, 32, 128, 512, 2048] {
         for &d in &[1usize, 3, 5, 8] {
@@ -802,6 +825,14 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     if a.n == Some(0) {
         bail!("-n must be at least 1");
     }
+    if let Some(sigma) = a.normal {
+        if !(sigma.is_finite() && sigma > 0.0) {
+            bail!("--normal must be a positive, finite standard deviation (got {sigma})");
+        }
+        if a.study || a.sweep {
+            bail!("--normal applies to single-table timings, not to --study or --sweep");
+        }
+    }
     if let Some(u) = a.unroll {
         if ![1, 2, 4, 8].contains(&u) {
             bail!("--unroll must be 1, 2, 4 or 8 (got {u})");
@@ -817,9 +848,9 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     let (table, _) = table_for(&a.target)?;
     let ev = Evaluator::new(&table);
     let (te, tc) = match a.dtype {
-        DType::F32 => time_cpu::<f32>(&ev, n, a.repeats)?,
-        DType::F16 => time_cpu::<f16>(&ev, n, a.repeats)?,
-        DType::BF16 => time_cpu::<bf16>(&ev, n, a.repeats)?,
+        DType::F32 => time_cpu::<f32>(&ev, n, a.repeats, a.normal)?,
+        DType::F16 => time_cpu::<f16>(&ev, n, a.repeats, a.normal)?,
+        DType::BF16 => time_cpu::<bf16>(&ev, n, a.repeats, a.normal)?,
     };
     let bytes = 2.0 * (n * a.dtype.size()) as f64;
     let r = serde_json::json!({
