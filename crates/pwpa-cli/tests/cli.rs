@@ -1167,6 +1167,41 @@ fn plot_and_bench_placeholders_fail_cleanly() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["n"], 4096);
     assert!(v["eval_gelem_s"].as_f64().unwrap() > 0.0);
+    // Normal inputs: timed like the uniform ones; a bad sigma, or one with --sweep, is an error.
+    let o = pwpa(&[
+        "bench",
+        p(&t),
+        "-n",
+        "4096",
+        "--repeats",
+        "2",
+        "--normal",
+        "4",
+        "--json",
+    ]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["n"], 4096);
+    for arg in ["--normal=0", "--normal=nan", "--normal=inf", "--normal=-1"] {
+        fails(
+            &pwpa(&["bench", p(&t), "-n", "16", arg]),
+            &["--normal must be a positive, finite standard deviation"],
+            &[],
+        );
+    }
+    fails(
+        &pwpa(&[
+            "bench",
+            p(&t),
+            "--device",
+            "cuda",
+            "--sweep",
+            "--normal",
+            "2",
+        ]),
+        &["--normal applies to single-table timings"],
+        &[],
+    );
 }
 
 #[test]

@@ -354,19 +354,6 @@ fn load_cost(width: u32, copies: u32) -> f64 {
     per_phase * (width / 4) as f64 / 32.0
 }
 
-/// Shared memory a block may use before the L1 cache (the rest of the multiprocessor's
-/// 256 KB) gets too small for the global loads in flight (32 warps × 4 chunks × 512 B).
-const L1_FREE_SMEM: usize = 164 * 1024;
-
-/// The model's price for shared memory past [`L1_FREE_SMEM`], in wavefronts per element:
-/// 0.1 per 64 KB. Measured on an H100 (2026-11-22, PWPA_CUDA_SMEM_KB): arbitrary P1024
-/// D3 0.86 of copy with 224 KB (8 copies of the records, 2 of the cells) and 0.93 with
-/// 164 KB; the silu table 0.85 with 208 KB, 0.93 with 144 KB; arbitrary P1024 D5 0.78
-/// with 192 KB and 0.75 with 160 KB (its extra copies save more wavefronts).
-fn l1_penalty(smem: usize) -> f64 {
-    0.1 * smem.saturating_sub(L1_FREE_SMEM) as f64 / (64.0 * 1024.0)
-}
-
 /// The records of `table` in the plane layout of [`planes`] (one copy, as uploaded).
 fn plane_records(table: &Table, anchors: bool) -> Vec<f32> {
     let p = table.partitions();
@@ -890,9 +877,9 @@ impl CudaTable {
                 .filter(|b| [256u32, 512, 1024].contains(b))
                 .unwrap_or(1024)
         });
-        // Warp compaction of exp2-tail elements (a float for each of up to half the
-        // elements of a warp's tile of at most COMPACT_UNROLL chunks of 16 bytes per lane),
-        // when its buffer fits beside the records; PWPA_CUDA_COMPACT=0 turns it off (tuning).
+        // Warp compaction of exp2-tail elements (a float per element of a thread's tile:
+        // at most COMPACT_UNROLL chunks of 16 bytes), when its buffer fits beside the
+        // records; PWPA_CUDA_COMPACT=0 turns it off (tuning).
         static COMPACT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         let compact_on = *COMPACT.get_or_init(|| {
             std::env::var("PWPA_CUDA_COMPACT")
@@ -911,9 +898,7 @@ impl CudaTable {
         let smem_limit = smem_kb.map_or(self.backend.shared_memory_optin(), |k| {
             (k * 1024).min(self.backend.shared_memory_optin())
         });
-        // (the kernel's CCAP: half a warp's tile, a float each)
-        let cbuf = (block as usize / 32)
-            * 16
+        let cbuf = block as usize
             * (16 / x_dtype.size())
             * self.opts.unroll.min(COMPACT_UNROLL) as usize
             * 4;
@@ -948,8 +933,7 @@ impl CudaTable {
         };
         // Interleaved copies of the float4 planes, the tail plane and the lookup cells
         // (fewer bank conflicts) chosen together to minimise the expected shared-memory
-        // wavefronts per element ([`load_cost`]) plus a price for shrinking the L1 cache
-        // ([`l1_penalty`]) in the shared memory there is; the
+        // wavefronts per element ([`load_cost`]) in the shared memory there is; the
         // float4 planes at most PWPA_CUDA_REPL copies (tuning: 1, 2, 4 or 8; read once).
         static REPL_MAX: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
         let repl_max = *REPL_MAX.get_or_init(|| {
@@ -1005,7 +989,6 @@ impl CudaTable {
                     if smem_idx {
                         cost += load_cost(8, crepl);
                     }
-                    cost += l1_penalty(rb + ib + if compact { cbuf } else { 0 } + tl_bytes);
                     let better = match best {
                         None => true,
                         Some((c, b, ..)) => cost < c - 1e-9 || (cost < c + 1e-9 && rb + ib < b),
