@@ -614,3 +614,64 @@ fn midpoint_anchor_tables_equal_oracle() {
         }
     }
 }
+
+/// Exp2 tails on one or both sides with inputs that put from none to most of the lanes
+/// in a tail, spread over the vectors of a group (as activations do): every backend,
+/// bitwise against the oracle, arbitrary (groups of four vectors) and uniform (pairs)
+/// breakpoints, and lengths that end in partial groups. (It caught a deliberately broken
+/// packing of tail lanes across a group's vectors, an experiment that was dropped.)
+#[test]
+fn packed_exp2_tails_equal_oracle() {
+    let mut rng = StdRng::seed_from_u64(77);
+    let mut case = 0u64;
+    for p in [24usize, 64, 200] {
+        for uniform in [true, false] {
+            case += 1;
+            let base = random_table(5000 + case, p, 3, uniform);
+            let (lo, hi) = (base.breakpoints().lo(), base.breakpoints().hi());
+            let left = Tail::Exp2 {
+                negative: true,
+                anchor: lo,
+                coeffs: vec![-1e-3, 0.05, 1.4, -3.0],
+            };
+            let right = Tail::Exp2 {
+                negative: false,
+                anchor: hi,
+                coeffs: vec![-0.5, 1.0],
+            };
+            for (l, r) in [
+                (
+                    left.clone(),
+                    Tail::Linear {
+                        slope: 1.0,
+                        intercept: 0.0,
+                    },
+                ),
+                (Tail::Clamp, right.clone()),
+                (left.clone(), right.clone()),
+            ] {
+                let t = Table::new(
+                    base.breakpoints().clone(),
+                    3,
+                    base.anchors().to_vec(),
+                    base.coeffs().to_vec(),
+                    l,
+                    r,
+                )
+                .unwrap();
+                let (mid, half) = (0.5 * (lo + hi) as f64, 0.5 * (hi - lo) as f64);
+                // Spread: 0.6 half-widths (hardly any tail lane) to 3 (most lanes in tails).
+                for spread in [0.6, 1.1, 1.5, 3.0] {
+                    let n = 4096 + 77;
+                    let xs: Vec<f32> = (0..n)
+                        .map(|_| uniform_in(&mut rng, mid - spread * half, mid + spread * half))
+                        .collect();
+                    for ev in evaluators(&t, &[Parallelism::Sequential]) {
+                        check_all_outputs::<f32>(&ev, &t, &xs).unwrap();
+                        check_in_place::<f32>(&ev, &t, &xs).unwrap();
+                    }
+                }
+            }
+        }
+    }
+}
