@@ -39,4 +39,16 @@ else
   step "no bindings/python/test.sh in this checkout: skipping the Python tests"
 fi
 
+# The CUDA kernels compiled by NVRTC for sm_90 (every specialisation the host launches
+# or a sample of them; fails on ptxas spills): no GPU needed, only NVRTC, which PyTorch's
+# CUDA wheel in the Python tests' virtual environment brings.
+nvrtc="$(ls "$(realpath -m "${PWPA_VENV:-.venv}")"/lib/python3*/site-packages/nvidia/cu*/lib/libnvrtc.so.* 2>/dev/null | grep -v builtins | head -1 || true)"
+if [ -n "$nvrtc" ]; then
+  step "NVRTC kernel compile test (NVRTC: $nvrtc)"
+  PWPA_NVRTC="$nvrtc" CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true \
+    cargo test -p pwpa-cuda --release --test nvrtc_compile
+else
+  step "no NVRTC in the Python virtual environment: the NVRTC kernel compile test ran as a skip above"
+fi
+
 step "all tests passed"
