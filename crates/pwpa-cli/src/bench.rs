@@ -146,9 +146,8 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Deterministic inputs over the range and a 10 % margin on each side (tails too).
-/// `n` inputs: uniform over the table's range and a 10 % margin on each side, or normal
-/// N(0, sigma^2) (Box–Muller) when `normal` is given.
+/// `n` deterministic inputs: uniform over the table's range and a 10 % margin on each
+/// side (tails too), or normal N(0, sigma^2) (Box–Muller) when `normal` is given.
 fn inputs<T: Element>(t: &Table, n: usize, seed: u64, normal: Option<f64>) -> Vec<T> {
     let (lo, hi) = (t.breakpoints().lo() as f64, t.breakpoints().hi() as f64);
     let margin = 0.1 * (hi - lo);
@@ -415,21 +414,8 @@ fn cuda_single(a: &BenchArgs, b: &Arc<CudaBackend>) -> Result<(Vec<Row>, String)
     } else {
         let (spec, smem) = ct.spec(a.dtype, a.dtype, None);
         format!(
-            "polynomial kernel, {smem} B of shared memory: records {} ({} copies of the float4 planes, {} of the tail plane), anchors {}{}",
-            if spec.smem_rec { "in shared memory" } else { "from global memory" },
-            spec.repl,
-            spec.replt,
-            if spec.anchors { "in the records" } else { "computed as fma(i, h, a0)" },
-            if spec.arbitrary {
-                format!(
-                    ", lookup cells {} ({} copies){}",
-                    if spec.smem_idx { "in shared memory" } else { "from global memory" },
-                    spec.crepl,
-                    if spec.one_step { ", one step" } else { ", with a scan" }
-                )
-            } else {
-                String::new()
-            }
+            "polynomial kernel, {smem} B of shared memory: {}",
+            spec.describe()
         )
     };
     let bufs = upload_inputs(b, &table, a.dtype, n, 2, a.normal)?;

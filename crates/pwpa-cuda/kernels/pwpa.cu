@@ -525,7 +525,6 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 static_assert(UNROLL * VE <= 32, "compaction: one mask bit per element of a thread's tile");
 #endif
 
-
 __device__ __forceinline__ void ticket_done(u32* ctr, u32 t, u64 ntiles) {
     if ((u64)t == ntiles + gridDim.x - 1) atomicExch(ctr, 0u);
 }
@@ -645,8 +644,6 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                 __syncwarp();
             }
         }
-#endif
-#if COMPACT
         // (Separate loops, so that the gathered results and the inputs are not both live.)
         if (gathered) {
 #pragma unroll

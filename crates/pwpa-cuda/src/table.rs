@@ -302,6 +302,11 @@ fn dcode(d: DType) -> u32 {
     }
 }
 
+/// A tuning switch read once per process (into `cell`): on unless `var` is "0".
+fn env_switch(cell: &'static std::sync::OnceLock<bool>, var: &str) -> bool {
+    *cell.get_or_init(|| std::env::var(var).map(|v| v != "0").unwrap_or(true))
+}
+
 /// Record layout as planes for a row of degree `d` ([anchor, c0..cD] with `anchors`,
 /// else [c0..cD]): (float4 planes, floats per piece in the tail plane). A row of
 /// 4k + 3 floats is padded to whole float4s (one 16-byte load rather than two smaller
@@ -363,7 +368,7 @@ fn plane_records(table: &Table, anchors: bool) -> Vec<f32> {
     let mut out = vec![0.0f32; p * (4 * nq + tw)];
     let mut row = vec![0.0f32; 4 * nq + tw];
     for i in 0..p {
-        row.iter_mut().for_each(|v| *v = 0.0);
+        row.fill(0.0);
         let o = anchors as usize;
         if anchors {
             row[0] = table.anchors()[i];
@@ -378,9 +383,46 @@ fn plane_records(table: &Table, anchors: bool) -> Vec<f32> {
 }
 
 impl KernelSpec {
+    /// Where the kernel finds its table, in words (as `pwpa bench` prints it): records and
+    /// lookup cells in shared or global memory, their interleaved copies, the anchors.
+    pub fn describe(&self) -> String {
+        let mem = |smem: bool| {
+            if smem {
+                "in shared memory"
+            } else {
+                "from global memory"
+            }
+        };
+        let mut d = format!(
+            "records {} ({} copies of the float4 planes, {} of the tail plane), anchors {}",
+            mem(self.smem_rec),
+            self.repl,
+            self.replt,
+            if self.anchors {
+                "in the records"
+            } else {
+                "computed as fma(i, h, a0)"
+            },
+        );
+        if self.arbitrary {
+            d.push_str(&format!(
+                ", lookup cells {} ({} copies), {}",
+                mem(self.smem_idx),
+                self.crepl,
+                if self.one_step {
+                    "one step"
+                } else {
+                    "with a scan"
+                }
+            ));
+        }
+        d
+    }
+
     /// The kernel source with its specialising prelude.
     pub fn source(&self) -> String {
         let (lt, rt, lxd, rxd) = self.tails;
+        let (nq, tw) = planes(self.degree, self.anchors);
         let mut s = format!(
             "#define IN_T {}\n#define OUT_T {}\n#define DEG {}\n#define NQ {}\n#define TW {}\n#define HASA {}\n#define KIND {}\n\
              #define LT {lt}\n#define RT {rt}\n#define LXD {lxd}\n#define RXD {rxd}\n#define SMEM_REC {}\n#define SMEM_IDX {}\n\
@@ -388,8 +430,8 @@ impl KernelSpec {
             dcode(self.x_dtype),
             dcode(self.y_dtype),
             self.degree,
-            planes(self.degree, self.anchors).0,
-            planes(self.degree, self.anchors).1,
+            nq,
+            tw,
             self.anchors as u32,
             self.arbitrary as u32,
             self.smem_rec as u32,
@@ -407,12 +449,13 @@ impl KernelSpec {
             self.grad as u32, self.compact as u32, self.taillut as u32
         ));
         match self.fused {
-            Some((d2, lt2, rt2, lxd2, rxd2)) => s.push_str(&format!(
-                "#define FUSED 1\n#define DEG2 {d2}\n#define NQ2 {}\n#define TW2 {}\n#define HASA2 {}\n#define LT2 {lt2}\n#define RT2 {rt2}\n#define LXD2 {lxd2}\n#define RXD2 {rxd2}\n",
-                planes(d2, self.anchors2).0,
-                planes(d2, self.anchors2).1,
-                self.anchors2 as u32
-            )),
+            Some((d2, lt2, rt2, lxd2, rxd2)) => {
+                let (nq2, tw2) = planes(d2, self.anchors2);
+                s.push_str(&format!(
+                    "#define FUSED 1\n#define DEG2 {d2}\n#define NQ2 {nq2}\n#define TW2 {tw2}\n#define HASA2 {}\n#define LT2 {lt2}\n#define RT2 {rt2}\n#define LXD2 {lxd2}\n#define RXD2 {rxd2}\n",
+                    self.anchors2 as u32
+                ))
+            }
             None => s.push_str("#define FUSED 0\n#define DEG2 0\n#define NQ2 1\n#define TW2 0\n#define HASA2 1\n#define LT2 0\n#define RT2 0\n#define LXD2 1\n#define RXD2 1\n"),
         }
         s.push_str(PWPA_CU);
@@ -713,11 +756,7 @@ impl CudaTable {
         // (uniform tables fitted by pwpa usually are); PWPA_CUDA_AFFINE=0 keeps them in the
         // records (tuning and A/B measurement; read once per process).
         static AFFINE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let affine_on = *AFFINE.get_or_init(|| {
-            std::env::var("PWPA_CUDA_AFFINE")
-                .map(|v| v != "0")
-                .unwrap_or(true)
-        });
+        let affine_on = env_switch(&AFFINE, "PWPA_CUDA_AFFINE");
         let affine = affine_anchors(table.anchors()).filter(|_| affine_on);
         let rec = DeviceBuffer::from_slice(backend, &plane_records(table, affine.is_none()))?;
         let mut one_step = false;
@@ -841,6 +880,10 @@ impl CudaTable {
             replt,
         )
     }
+    /// This table's record layout ([`planes`]).
+    fn planes(&self) -> (u32, u32) {
+        planes(self.table.degree() as u32, self.affine.is_none())
+    }
     /// Shared memory for the lookup grid (`crepl` interleaved copies of the cells) and,
     /// unless the grid is one-step, the breakpoints.
     fn idx_bytes(&self, crepl: u32) -> usize {
@@ -881,11 +924,7 @@ impl CudaTable {
         // at most COMPACT_UNROLL chunks of 16 bytes), when its buffer fits beside the
         // records; PWPA_CUDA_COMPACT=0 turns it off (tuning).
         static COMPACT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let compact_on = *COMPACT.get_or_init(|| {
-            std::env::var("PWPA_CUDA_COMPACT")
-                .map(|v| v != "0")
-                .unwrap_or(true)
-        });
+        let compact_on = env_switch(&COMPACT, "PWPA_CUDA_COMPACT");
         // Shared memory a block may use: the device's opt-in limit, or less with
         // PWPA_CUDA_SMEM_KB (tuning: what is not shared memory is L1 cache, which also holds
         // the global loads in flight; read once per process).
@@ -914,11 +953,7 @@ impl CudaTable {
         // 16-bit inputs with an exp2 tail: every tail input's result looked up from shared
         // memory (PWPA_CUDA_TAILLUT=0 turns it off; tuning).
         static TAILLUT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let taillut_on = *TAILLUT.get_or_init(|| {
-            std::env::var("PWPA_CUDA_TAILLUT")
-                .map(|v| v != "0")
-                .unwrap_or(true)
-        });
+        let taillut_on = env_switch(&TAILLUT, "PWPA_CUDA_TAILLUT");
         let tl_bytes = if taillut_on && deriv.is_none() && x_dtype.size() == 2 {
             self.tail_lut(x_dtype)
                 .map(|t| t.vals.len().div_ceil(4) * 16)
@@ -954,41 +989,37 @@ impl CudaTable {
         } else {
             (false, false)
         };
-        let (tw, tw2) = (
-            planes(self.table.degree() as u32, self.affine.is_none()).1,
-            deriv
-                .map(|d| planes(d.table.degree() as u32, d.affine.is_none()).1)
-                .unwrap_or(0),
-        );
-        let (nq, nq2) = (
-            planes(self.table.degree() as u32, self.affine.is_none()).0,
-            deriv
-                .map(|d| planes(d.table.degree() as u32, d.affine.is_none()).0)
-                .unwrap_or(0),
-        );
+        let (nq, tw) = self.planes();
+        let (nq2, tw2) = deriv.map(|d| d.planes()).unwrap_or((0, 0));
         let tail_cost = |w: u32, c: u32| if w == 0 { 0.0 } else { load_cost(4 * w, c) };
+        // The candidates: copies only of what is in shared memory (and exists).
+        let repls: Vec<u32> = [1u32, 2, 4, 8]
+            .into_iter()
+            .filter(|&r| (smem_rec && r <= repl_max) || r == 1)
+            .collect();
+        let replts: &[u32] = if smem_rec && tw.max(tw2) > 0 {
+            &[1, 2, 4, 8, 16, 32]
+        } else {
+            &[1]
+        };
+        let crepls: &[u32] = if smem_idx { &[1, 2, 4, 8, 16] } else { &[1] };
         let mut best: Option<(f64, usize, u32, u32, u32)> = None;
-        for repl in [1u32, 2, 4, 8].into_iter().filter(|&r| r <= repl_max) {
-            for replt in [1u32, 2, 4, 8, 16, 32] {
-                for crepl in [1u32, 2, 4, 8, 16] {
-                    let rb = if smem_rec { rec_r(repl, replt) } else { 0 };
+        for &repl in &repls {
+            for &replt in replts {
+                let rb = if smem_rec { rec_r(repl, replt) } else { 0 };
+                let rcost = if smem_rec {
+                    (nq + nq2) as f64 * load_cost(16, repl)
+                        + tail_cost(tw, replt)
+                        + tail_cost(tw2, replt)
+                } else {
+                    0.0
+                };
+                for &crepl in crepls {
                     let ib = if smem_idx { self.idx_bytes(crepl) } else { 0 };
-                    if rb + ib > max
-                        || (!smem_rec && (repl, replt) != (1, 1))
-                        || (!smem_idx && crepl != 1)
-                        || (tw.max(tw2) == 0 && replt != 1)
-                    {
+                    if rb + ib > max {
                         continue;
                     }
-                    let mut cost = 0.0;
-                    if smem_rec {
-                        cost += (nq + nq2) as f64 * load_cost(16, repl)
-                            + tail_cost(tw, replt)
-                            + tail_cost(tw2, replt);
-                    }
-                    if smem_idx {
-                        cost += load_cost(8, crepl);
-                    }
+                    let cost = rcost + if smem_idx { load_cost(8, crepl) } else { 0.0 };
                     let better = match best {
                         None => true,
                         Some((c, b, ..)) => cost < c - 1e-9 || (cost < c + 1e-9 && rb + ib < b),
