@@ -44,7 +44,7 @@ export PWPA_GPU_TEST_QUICK=1
 for tool in memcheck racecheck; do
   t0=$(date +%s)
   timeout $(tl 60) compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $G/test-gpu --test-threads=1 \
-    odd_sizes bad_input seed_variants fused backward > "$OUT/sanitizer-$tool.log" 2>&1
+    odd_sizes bad_input seed_variants fused backward exp2_tail_shares > "$OUT/sanitizer-$tool.log" 2>&1
   rc=$?; step "compute-sanitizer $tool" "rc=$rc $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1) $(grep -E '^test result' "$OUT/sanitizer-$tool.log" | tail -1) ($(( $(date +%s)-t0 )) s)"
 done
 unset PWPA_GPU_TEST_QUICK

@@ -359,6 +359,20 @@ fn load_cost(width: u32, copies: u32) -> f64 {
     per_phase * (width / 4) as f64 / 32.0
 }
 
+/// Shared memory a block may use before the L1 cache (the rest of the multiprocessor's
+/// 256 KB) gets too small for the global loads in flight (32 warps × 4 chunks × 512 B).
+const L1_FREE_SMEM: usize = 164 * 1024;
+
+/// The copy model's price for shared memory past [`L1_FREE_SMEM`], in wavefronts per
+/// element: 0.1 per 64 KB. Measured on an H100 (2026-11-22, PWPA_CUDA_SMEM_KB):
+/// arbitrary P1024 D3 0.86 of copy with 224 KB (8 copies of the records, 2 of the cells)
+/// and 0.93 with 164 KB; the silu table on N(0, 16) inputs 0.85 with 208 KB and 0.93 with
+/// 144 KB; arbitrary P1024 D5 0.78 with 192 KB and 0.75 with 160 KB (its extra copies
+/// save more wavefronts than the L1 room costs).
+fn l1_price(smem: usize) -> f64 {
+    0.1 * smem.saturating_sub(L1_FREE_SMEM) as f64 / (64.0 * 1024.0)
+}
+
 /// The records of `table` in the plane layout of [`planes`] (one copy, as uploaded).
 fn plane_records(table: &Table, anchors: bool) -> Vec<f32> {
     let p = table.partitions();
@@ -920,9 +934,10 @@ impl CudaTable {
                 .filter(|b| [256u32, 512, 1024].contains(b))
                 .unwrap_or(1024)
         });
-        // Warp compaction of exp2-tail elements (a float per element of a thread's tile:
-        // at most COMPACT_UNROLL chunks of 16 bytes), when its buffer fits beside the
-        // records; PWPA_CUDA_COMPACT=0 turns it off (tuning).
+        // Warp compaction of exp2-tail elements (the kernel's CCAP: a float for each of
+        // up to half the elements of a warp's tile of at most COMPACT_UNROLL chunks of 16
+        // bytes per lane), when its buffer fits beside the records; PWPA_CUDA_COMPACT=0
+        // turns it off (tuning).
         static COMPACT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         let compact_on = env_switch(&COMPACT, "PWPA_CUDA_COMPACT");
         // Shared memory a block may use: the device's opt-in limit, or less with
@@ -937,7 +952,8 @@ impl CudaTable {
         let smem_limit = smem_kb.map_or(self.backend.shared_memory_optin(), |k| {
             (k * 1024).min(self.backend.shared_memory_optin())
         });
-        let cbuf = block as usize
+        let cbuf = (block as usize / 32)
+            * 16
             * (16 / x_dtype.size())
             * self.opts.unroll.min(COMPACT_UNROLL) as usize
             * 4;
@@ -968,8 +984,8 @@ impl CudaTable {
         };
         // Interleaved copies of the float4 planes, the tail plane and the lookup cells
         // (fewer bank conflicts) chosen together to minimise the expected shared-memory
-        // wavefronts per element ([`load_cost`]) in the shared memory there is; the
-        // float4 planes at most PWPA_CUDA_REPL copies (tuning: 1, 2, 4 or 8; read once).
+        // wavefronts per element ([`load_cost`]) plus the price of a smaller L1 cache
+        // ([`l1_price`]) in the shared memory there is; the float4 planes at most PWPA_CUDA_REPL copies (tuning: 1, 2, 4 or 8; read once).
         static REPL_MAX: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
         let repl_max = *REPL_MAX.get_or_init(|| {
             std::env::var("PWPA_CUDA_REPL")
@@ -1019,7 +1035,9 @@ impl CudaTable {
                     if rb + ib > max {
                         continue;
                     }
-                    let cost = rcost + if smem_idx { load_cost(8, crepl) } else { 0.0 };
+                    let cost = rcost
+                        + if smem_idx { load_cost(8, crepl) } else { 0.0 }
+                        + l1_price(rb + ib + if compact { cbuf } else { 0 } + tl_bytes);
                     let better = match best {
                         None => true,
                         Some((c, b, ..)) => cost < c - 1e-9 || (cost < c + 1e-9 && rb + ib < b),

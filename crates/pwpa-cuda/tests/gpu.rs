@@ -106,6 +106,46 @@ fn random_f32_inputs_match_cpu() {
     }
 }
 
+/// Tables with exp2 tails on inputs whose share in a tail runs from none to all, in
+/// segments: the f32 kernel gathers a warp's tail elements when up to half its tile is in a
+/// tail and goes chunk by chunk otherwise, so every share exercises one path or the other
+/// (and the boundary between them).
+#[test]
+fn exp2_tail_shares_from_none_to_all_match_cpu() {
+    let Some(b) = backend() else { return };
+    let mut r = Rng(11);
+    let quick = std::env::var_os("PWPA_GPU_TEST_QUICK").is_some();
+    let (count, seg) = if quick { (2, 1 << 12) } else { (6, 1 << 15) };
+    for k in 0..count {
+        // An exp2 tail on the left, and on the right for every other table.
+        let rk = if k % 2 == 0 { 4 } else { k % 4 };
+        let t = random_table(&mut r, k % 3 == 1, [7, 256, 1024][k % 3], 3 + k % 4, 4, rk);
+        let lo = t.breakpoints().lo() as f64;
+        let hi = t.breakpoints().hi() as f64;
+        let w = hi - lo;
+        let mut xs = Vec::with_capacity(17 * seg);
+        for share in 0..=16 {
+            for _ in 0..seg {
+                let x = if r.below(16) < share {
+                    if rk == 4 && r.below(2) == 0 {
+                        r.range(hi, hi + 2.0 * w)
+                    } else {
+                        r.range(lo - 2.0 * w, lo)
+                    }
+                } else {
+                    r.range(lo, hi)
+                };
+                xs.push(x as f32);
+            }
+        }
+        let ct = CudaTable::new(&b, &t).unwrap();
+        let y: Vec<f32> = ct.eval_host(&xs).unwrap();
+        assert_bits(&t, &xs, &y, "f32->f32, exp2-tail shares");
+        let y: Vec<bf16> = ct.eval_host(&xs).unwrap();
+        assert_bits(&t, &xs, &y, "f32->bf16, exp2-tail shares");
+    }
+}
+
 /// 10^8 random f32 inputs (incl. specials) per table kind; release builds only (gpu_check.sh).
 #[test]
 #[ignore]
