@@ -359,6 +359,18 @@ __device__ __forceinline__ float eval_exp2_tail(const Params& p, float x) {
     return exp2_tail<RXD>(p.rt, x);
 #endif
 }
+// An element of a tile that is not gathered: its exp2 tail or the core, as a branch, so
+// that a warp whose lanes are all in a tail (exp on wide inputs) or none (silu on
+// activations) runs one of the two (eval_one runs the core for every element).
+__device__ __forceinline__ float eval_split(const Params& p, const Tab& tb, float x) {
+    float r;
+    if (in_exp2_tail(p, x)) {
+        r = eval_exp2_tail(p, x);
+    } else {
+        r = eval_core(p, tb, x);
+    }
+    return r;
+}
 #endif
 
 // ---------------------------------------------------------------- vector chunks
@@ -515,21 +527,35 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 }
 
 // Tiles are handed out in order from a per-stream ticket counter (`ctr`, zero between
-// launches): a tile is BLOCK * UNROLL 16-byte chunks, thread t of the block taking chunks
-// t, t + BLOCK, ... of it. Compared with a persistent grid-stride loop, the tiles in
-// flight then form one compact wavefront through memory (measured on an H100: a copy at
-// 0.99-1.00 of cudaMemcpy against 0.94 for grid-stride, bench/gpu_lab/NOTES.md), while
-// each block still stages the table once. Every block takes exactly one ticket past the
-// last tile, so a launch takes ntiles + gridDim.x tickets; the block that takes the last
-// one sets the counter back to zero for the next launch on the stream. The next ticket
-// is taken while the current tile is in flight.
-#define TILE ((u64)BLOCK * UNROLL)
+// launches). Compared with a persistent grid-stride loop, the tiles in flight then form
+// one compact wavefront through memory (measured on an H100: a copy at 0.99-1.00 of
+// cudaMemcpy against 0.94 for grid-stride, bench/gpu_lab/NOTES.md), while each block
+// still stages the table once. A ticket is taken by a *taker*:
+//   WSUB == 0: the block; a tile is BLOCK * UNROLL 16-byte chunks, thread t taking chunks
+//     t, t + BLOCK, ... of it, and the next ticket passes through shared memory with a
+//     block barrier per tile, so the block's warps load together (best for light tables);
+//   WSUB > 0: each warp; a tile is WSUB steps of 32 * UNROLL chunks, lane l taking chunks
+//     l, l + 32, ... of a step, with no barrier: the warps drift apart and one warp's loads
+//     overlap another's arithmetic (best for tables whose lookups cost most; the host
+//     chooses, CudaTable::spec).
+// Every taker takes exactly one ticket past the last tile, so a launch takes ntiles +
+// (takers in the grid) tickets; the taker that takes the last one sets the counter back to
+// zero for the next launch on the stream. The next ticket is taken while the current tile
+// is in flight.
+#if WSUB == 0
+#define TK_THREADS BLOCK
+#define TK_STEPS 1
+#else
+#define TK_THREADS 32
+#define TK_STEPS WSUB
+#endif
+#define WTILE ((u64)TK_THREADS * UNROLL * TK_STEPS)
 #if COMPACT
 static_assert(UNROLL * VE <= 32, "compaction: one mask bit per element of a thread's tile");
 #endif
 
 __device__ __forceinline__ void ticket_done(u32* ctr, u32 t, u64 ntiles) {
-    if ((u64)t == ntiles + gridDim.x - 1) atomicExch(ctr, 0u);
+    if ((u64)t == ntiles + (u64)gridDim.x * (BLOCK / TK_THREADS) - 1) atomicExch(ctr, 0u);
 }
 
 // y[e] (and dy[e]) for e in [0, n). Elements [vbeg, vbeg + VE * nchunks) go through
@@ -538,14 +564,20 @@ __device__ __forceinline__ void ticket_done(u32* ctr, u32 t, u64 ntiles) {
 // aligned together) element by element.
 extern "C" __global__ void __launch_bounds__(BLOCK)
 pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32* ctr, Params p) {
+    const u64 ntiles = (nchunks + WTILE - 1) / WTILE;
+    const u32 tkl = (WSUB == 0) ? threadIdx.x : (threadIdx.x & 31u);  // thread within its taker
+#if WSUB == 0
     __shared__ u32 tk[2];
-    const u64 ntiles = (nchunks + TILE - 1) / TILE;
-    if (threadIdx.x == 0 && ntiles > 0) {
-        u32 t = atomicAdd(ctr, 1u);
-        ticket_done(ctr, t, ntiles);
-        tk[0] = t;
+#endif
+    u32 t0 = 0;
+    if (tkl == 0 && ntiles > 0) {
+        t0 = atomicAdd(ctr, 1u);
+        ticket_done(ctr, t0, ntiles);
+#if WSUB == 0
+        tk[0] = t0;
+#endif
     }
-    Tab tb = stage(p);  // ends with a barrier: tk[0] is visible
+    Tab tb = stage(p);  // ends with a barrier (tk[0] is visible)
     const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u64 stride = (u64)gridDim.x * blockDim.x;
 
@@ -571,135 +603,158 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
 #if FUSED
     out_t* dyv = dy + vbeg;
 #endif
+#if WSUB != 0
+    u32 tw = __shfl_sync(0xFFFFFFFFu, t0, 0);
+#endif
     for (u32 k = 0;; ++k) {
+#if WSUB == 0
         const u32 t = tk[k & 1u];
+#else
+        const u32 t = tw;
+#endif
         if ((u64)t >= ntiles) break;
         u32 nt = 0;
-        if (threadIdx.x == 0) nt = atomicAdd(ctr, 1u);
-        const u64 c0 = (u64)t * TILE + threadIdx.x;
-        uint4 in[UNROLL];
-#if GRADMUL
-        OutChunk gin[UNROLL];
+        if (tkl == 0) nt = atomicAdd(ctr, 1u);
+        for (u32 m = 0; m < TK_STEPS; ++m) {
+            const u64 wbase = (u64)t * WTILE + (u64)m * (TK_THREADS * UNROLL);
+#if WSUB != 0
+            if (wbase >= nchunks) break;  // warp-uniform
 #endif
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            u64 c = c0 + (u64)u * BLOCK;
-            if (c < nchunks) {
-                in[u] = __ldcs(reinterpret_cast<const uint4*>(xv) + c);
+            const u64 c0 = wbase + tkl;
+            uint4 in[UNROLL];
 #if GRADMUL
-                load_gchunk(dy + vbeg, c, gin[u]);
+            OutChunk gin[UNROLL];
 #endif
-            } else {
-                in[u] = make_uint4(0u, 0u, 0u, 0u);
-            }
-        }
-#if COMPACT
-        // Elements in an exp2 tail are evaluated after the rest, gathered from the whole
-        // warp's tile (UNROLL chunks per lane) into shared memory and evaluated 32 at a
-        // time: with divergent lanes the tail would otherwise cost every lane of the warp
-        // once per element. Positions come from one warp scan of the per-lane counts; the
-        // core (index, Horner, other tails) runs for every element and a tail element's
-        // result replaces it; the inputs are dead once gathered. A tile with no tail
-        // element, or with more than half (exp on wide inputs), gains little from
-        // gathering and is evaluated chunk by chunk as without compaction (measured on an
-        // H100: silu on N(0, 16) inputs, no tail element, 0.86 of copy that way, 0.78
-        // through the gather). (Computing every element's core first, chunk by chunk as
-        // its load arrives, with a tail element's input kept in rc in place of the core
-        // result, was slower: gelu 0.88 -> 0.76 and exp 0.78 -> 0.63 of copy on N(0, 16).)
-        float rc[UNROLL][VE];
-        bool gathered = false;  // warp-uniform
-        {
-            const u32 lane = threadIdx.x & 31u;
-            u32 tm = 0;  // bit u * VE + k2: that element is in an exp2 tail
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
-                const bool valid = c0 + (u64)u * BLOCK < nchunks;
-#pragma unroll
-                for (int k2 = 0; k2 < VE; ++k2)
-                    tm |= (valid && in_exp2_tail(p, chunk_get(in[u], k2))) ? (1u << (u * VE + k2)) : 0u;
+                u64 c = c0 + (u64)u * TK_THREADS;
+                if (c < nchunks) {
+                    in[u] = __ldcs(reinterpret_cast<const uint4*>(xv) + c);
+#if GRADMUL
+                    load_gchunk(dy + vbeg, c, gin[u]);
+#endif
+                } else {
+                    in[u] = make_uint4(0u, 0u, 0u, 0u);
+                }
             }
-            const u32 cnt = __popc(tm);
-            u32 incl = cnt;
+#if COMPACT
+            // Elements in an exp2 tail are evaluated after the rest, gathered from the whole
+            // warp's tile (UNROLL chunks per lane) into shared memory and evaluated 32 at a
+            // time: with divergent lanes the tail would otherwise cost every lane of the warp
+            // once per element. Positions come from one warp scan of the per-lane counts; the
+            // core (index, Horner, other tails) runs for every element and a tail element's
+            // result replaces it; the inputs are dead once gathered. A tile with no tail
+            // element, or with more than half (exp on wide inputs), gains little from
+            // gathering and is evaluated chunk by chunk as without compaction (measured on an
+            // H100: silu on N(0, 16) inputs, no tail element, 0.86 of copy that way, 0.78
+            // through the gather). (Computing every element's core first, chunk by chunk as
+            // its load arrives, with a tail element's input kept in rc in place of the core
+            // result, was slower: gelu 0.88 -> 0.76 and exp 0.78 -> 0.63 of copy on N(0, 16).)
+            float rc[UNROLL][VE];
+            bool gathered = false;  // warp-uniform
+            {
+                const u32 lane = threadIdx.x & 31u;
+                u32 tm = 0;  // bit u * VE + k2: that element is in an exp2 tail
 #pragma unroll
-            for (u32 o = 1; o < 32; o <<= 1) {
-                const u32 v = __shfl_up_sync(0xFFFFFFFFu, incl, o);
-                if (lane >= o) incl += v;
-            }
-            const u32 total = __shfl_sync(0xFFFFFFFFu, incl, 31);
-            if (total > 0 && total <= CCAP) {
-                gathered = true;
-                float* wb = tb.cbuf + (threadIdx.x >> 5) * CCAP;
-                u32 pos = incl - cnt;
-#pragma unroll
-                for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-                    for (int k2 = 0; k2 < VE; ++k2) {
-                        const float xk = chunk_get(in[u], k2);
-                        rc[u][k2] = eval_core(p, tb, xk);
-                        if (tm & (1u << (u * VE + k2))) wb[pos++] = xk;
-                    }
-                __syncwarp();
-                for (u32 j = lane; j < total; j += 32u) wb[j] = eval_exp2_tail(p, wb[j]);
-                __syncwarp();
-                pos = incl - cnt;
-#pragma unroll
-                for (int u = 0; u < UNROLL; ++u)
+                for (int u = 0; u < UNROLL; ++u) {
+                    const bool valid = c0 + (u64)u * TK_THREADS < nchunks;
 #pragma unroll
                     for (int k2 = 0; k2 < VE; ++k2)
-                        if (tm & (1u << (u * VE + k2))) rc[u][k2] = wb[pos++];
-                __syncwarp();
+                        tm |= (valid && in_exp2_tail(p, chunk_get(in[u], k2))) ? (1u << (u * VE + k2)) : 0u;
+                }
+                const u32 cnt = __popc(tm);
+                u32 incl = cnt;
+#pragma unroll
+                for (u32 o = 1; o < 32; o <<= 1) {
+                    const u32 v = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+                    if (lane >= o) incl += v;
+                }
+                const u32 total = __shfl_sync(0xFFFFFFFFu, incl, 31);
+                if (total > 0 && total <= CCAP) {
+                    gathered = true;
+                    float* wb = tb.cbuf + (threadIdx.x >> 5) * CCAP;
+                    u32 pos = incl - cnt;
+#pragma unroll
+                    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+                        for (int k2 = 0; k2 < VE; ++k2) {
+                            const float xk = chunk_get(in[u], k2);
+                            rc[u][k2] = eval_core(p, tb, xk);
+                            if (tm & (1u << (u * VE + k2))) wb[pos++] = xk;
+                        }
+                    __syncwarp();
+                    for (u32 j = lane; j < total; j += 32u) wb[j] = eval_exp2_tail(p, wb[j]);
+                    __syncwarp();
+                    pos = incl - cnt;
+#pragma unroll
+                    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+                        for (int k2 = 0; k2 < VE; ++k2)
+                            if (tm & (1u << (u * VE + k2))) rc[u][k2] = wb[pos++];
+                    __syncwarp();
+                }
             }
-        }
-        // (Separate loops, so that the gathered results and the inputs are not both live.)
-        if (gathered) {
+            // (Separate loops, so that the gathered results and the inputs are not both live.)
+            if (gathered) {
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    const u64 c = c0 + (u64)u * TK_THREADS;
+                    if (c < nchunks) {
+                        OutChunk o;
+#pragma unroll
+                        for (int k2 = 0; k2 < VE; ++k2) {
+                            float r = rc[u][k2];
+#if GRADMUL
+                            r = __fmul_rn(gchunk_get(gin[u], k2), r);
+#endif
+                            chunk_set(o, k2, r);
+                        }
+                        store_chunk(yv, c, o);
+                    }
+                }
+            } else
+#endif
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
-                const u64 c = c0 + (u64)u * BLOCK;
+                u64 c = c0 + (u64)u * TK_THREADS;
                 if (c < nchunks) {
                     OutChunk o;
+#if FUSED
+                    OutChunk od;
+#endif
 #pragma unroll
                     for (int k2 = 0; k2 < VE; ++k2) {
-                        float r = rc[u][k2];
+                        float r, d;
+#if COMPACT
+                        r = eval_split(p, tb, chunk_get(in[u], k2));
+                        d = 0.0f;
+#else
+                        eval_one(p, tb, chunk_get(in[u], k2), r, d);
+#endif
 #if GRADMUL
                         r = __fmul_rn(gchunk_get(gin[u], k2), r);
 #endif
                         chunk_set(o, k2, r);
+#if FUSED
+                        chunk_set(od, k2, d);
+#endif
                     }
                     store_chunk(yv, c, o);
-                }
-            }
-        } else
-#endif
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            u64 c = c0 + (u64)u * BLOCK;
-            if (c < nchunks) {
-                OutChunk o;
 #if FUSED
-                OutChunk od;
-#endif
-#pragma unroll
-                for (int k2 = 0; k2 < VE; ++k2) {
-                    float r, d;
-                    eval_one(p, tb, chunk_get(in[u], k2), r, d);
-#if GRADMUL
-                    r = __fmul_rn(gchunk_get(gin[u], k2), r);
-#endif
-                    chunk_set(o, k2, r);
-#if FUSED
-                    chunk_set(od, k2, d);
+                    store_chunk(dyv, c, od);
 #endif
                 }
-                store_chunk(yv, c, o);
-#if FUSED
-                store_chunk(dyv, c, od);
-#endif
             }
         }
+#if WSUB == 0
         if (threadIdx.x == 0) {
             ticket_done(ctr, nt, ntiles);
             tk[(k + 1u) & 1u] = nt;
         }
         __syncthreads();
+#else
+        if (tkl == 0) ticket_done(ctr, nt, ntiles);
+        tw = __shfl_sync(0xFFFFFFFFu, nt, 0);
+#endif
     }
 }

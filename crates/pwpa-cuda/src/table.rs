@@ -286,12 +286,16 @@ pub struct KernelSpec {
     /// second input ([`CudaTable::grad_mul_raw`]). Not with `fused`.
     pub grad: bool,
     /// Warp compaction of exp2-tail elements (an exp2 tail, not `fused`; the host
-    /// enables it for f32 input): a float of shared memory per element of a block's
-    /// 16-byte chunks (`block · 4` for f32 input).
+    /// enables it for f32 input): a float of shared memory for each of up to half the
+    /// elements of a warp's tile.
     pub compact: bool,
     /// 16-bit input with an exp2 tail: the results of every tail input staged in shared
     /// memory and looked up (no exp2 per element); not with `fused`.
     pub taillut: bool,
+    /// Tile tickets: 0 per block (a block barrier per tile: the block's warps load
+    /// together), else per warp, a tile being `wsub` steps of 32 × `unroll` chunks (no
+    /// barrier: one warp's loads overlap another's arithmetic). See [`CudaTable::spec`].
+    pub wsub: u32,
 }
 
 fn dcode(d: DType) -> u32 {
@@ -430,6 +434,11 @@ impl KernelSpec {
                 }
             ));
         }
+        if self.wsub > 0 {
+            d.push_str(&format!(", tiles per warp ({} steps)", self.wsub));
+        } else {
+            d.push_str(", tiles per block");
+        }
         d
     }
 
@@ -459,8 +468,8 @@ impl KernelSpec {
             self.grid_ord as u32,
         );
         s.push_str(&format!(
-            "#define GRADMUL {}\n#define COMPACT {}\n#define TAILLUT {}\n",
-            self.grad as u32, self.compact as u32, self.taillut as u32
+            "#define GRADMUL {}\n#define COMPACT {}\n#define TAILLUT {}\n#define WSUB {}\n",
+            self.grad as u32, self.compact as u32, self.taillut as u32, self.wsub
         ));
         match self.fused {
             Some((d2, lt2, rt2, lxd2, rxd2)) => {
@@ -502,6 +511,32 @@ impl Default for LaunchOptions {
 
 /// Default thread coarsening (chunks of 16 bytes in flight per thread).
 pub const DEFAULT_UNROLL: u32 = 4;
+
+/// Tile tickets per warp for tables whose expected shared-memory wavefronts per element
+/// ([`load_cost`] of the chosen copies) reach this, or whose records or lookup cells are
+/// read from global memory, or whose lookup scans. Measured on an H100 (2026-11-22,
+/// bench/gpu_lab/warp_ab.sh, f32, 2^26 elements), fraction of copy with tickets per block
+/// → per warp (2 steps): uniform P1024 D8 (model 0.57) 0.84 → 0.92, P4096 D8 0.72 → 0.80,
+/// arbitrary P1024 D5 (0.67) 0.75 → 0.87, P4096 D8 0.54 → 0.60, selu (scan) 0.82 → 0.90;
+/// but uniform P256 D3 (0.13) 0.97 → 0.91, P1024 D5 0.97 → 0.93, arbitrary P1024 D3
+/// (0.42) 0.94 → 0.91, tanh 0.98 → 0.92.
+const WARP_TICKETS_WF: f64 = 0.5;
+
+/// Steps of 32 × UNROLL chunks in a warp's tile when tickets are per warp (2: 2 KB of f32
+/// input per step at UNROLL 4; 8 and 32 steps were slower, 32 much: too few tiles per warp).
+const WARP_TILE_STEPS: u32 = 2;
+
+/// PWPA_CUDA_WSUB (tuning; read once per process): 0 forces tile tickets per block, 1 to
+/// 64 per warp with that many steps; unset, [`CudaTable::spec`] chooses.
+fn wsub_override() -> Option<u32> {
+    static WSUB: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *WSUB.get_or_init(|| {
+        std::env::var("PWPA_CUDA_WSUB")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|w| (0u32..=64).contains(w))
+    })
+}
 
 /// Most chunks in flight per thread with warp compaction of exp2-tail elements (its
 /// shared buffer holds a float per element of a thread's tile, and a tile's elements are
@@ -1048,7 +1083,17 @@ impl CudaTable {
                 }
             }
         }
-        let (_, _, repl, replt, crepl) = best.unwrap_or((0.0, 0, 1, 1, 1));
+        let (cost, _, repl, replt, crepl) = best.unwrap_or((0.0, 0, 1, 1, 1));
+        // Tile tickets per warp when lookups cost most (WARP_TICKETS_WF); per block
+        // otherwise, and for the fused and backward kernels (not measured per warp).
+        let heavy = !smem_rec
+            || (self.bp.is_some() && (!smem_idx || !self.one_step))
+            || cost >= WARP_TICKETS_WF;
+        let wsub = wsub_override().unwrap_or(if heavy && deriv.is_none() {
+            WARP_TILE_STEPS
+        } else {
+            0
+        });
         let rec_smem = if smem_rec { rec_r(repl, replt) } else { 0 };
         let idx = self.idx_bytes(crepl);
         let smem =
@@ -1084,6 +1129,7 @@ impl CudaTable {
                 grad: false,
                 compact,
                 taillut,
+                wsub,
             },
             smem,
         )
@@ -1361,6 +1407,9 @@ impl CudaTable {
         }
         let (mut spec, smem) = self.spec(x_dtype, y_dtype, deriv);
         spec.grad = grad;
+        if grad && wsub_override().is_none() {
+            spec.wsub = 0;
+        }
         // Chunks in flight that fit in 64 registers per thread (1024 threads) without
         // spilling (nvrtc_compile checks each case): 16 input bytes with 32 gradient
         // bytes, or the compaction's state on top of the gradient chunks, allow two;
@@ -1389,8 +1438,20 @@ impl CudaTable {
         };
         let nscalar = n as u64 - ve * nchunks;
         let block = spec.block;
-        let (grid, mut pctr) =
-            self.grid_and_tickets(f, block, smem, spec.unroll, nchunks, nscalar, stream)?;
+        let (grid, mut pctr) = self.grid_and_tickets(
+            f,
+            block,
+            smem,
+            if spec.wsub > 0 {
+                32 * spec.unroll as u64 * spec.wsub as u64
+            } else {
+                block as u64 * spec.unroll as u64
+            },
+            if spec.wsub > 0 { block / 32 } else { 1 },
+            nchunks,
+            nscalar,
+            stream,
+        )?;
         let tl = if spec.taillut {
             self.tail_lut_ptr(x_dtype)?
         } else {
@@ -1435,15 +1496,16 @@ impl CudaTable {
 
     /// Grid size and the stream's tile-ticket counter for a streaming launch of `f`:
     /// as many blocks as are resident at once (capped by `blocks_per_sm`), but no more
-    /// than there are tiles of `unroll * block` chunks or `block`-element runs of scalar
-    /// elements. The kernels count tickets in 32 bits.
+    /// than there are tiles of `tile` chunks (taken by `takers` warps or blocks per block)
+    /// or `block`-element runs of scalar elements. The kernels count tickets in 32 bits.
     #[allow(clippy::too_many_arguments)]
     fn grid_and_tickets(
         &self,
         f: sys::CUfunction,
         block: u32,
         smem: usize,
-        unroll: u32,
+        tile: u64,
+        takers: u32,
         nchunks: u64,
         nscalar: u64,
         stream: u64,
@@ -1453,11 +1515,12 @@ impl CudaTable {
             b => b.min(self.backend.occupancy(f, block, smem)),
         };
         let full = per_sm as u64 * self.backend.multiprocessors() as u64;
-        let ntiles = nchunks.div_ceil(unroll as u64 * block as u64);
+        let ntiles = nchunks.div_ceil(tile);
         let grid = ntiles
+            .div_ceil(takers as u64)
             .max(nscalar.div_ceil(block as u64))
             .clamp(1, full.max(1));
-        if ntiles + grid > u32::MAX as u64 {
+        if ntiles + grid * takers as u64 > u32::MAX as u64 {
             return Err(Error::TooLarge(format!(
                 "{ntiles} tiles of 16-byte chunks in one launch (the kernels count tiles in 32 bits)"
             )));
@@ -1486,8 +1549,16 @@ impl CudaTable {
             (0, 0)
         };
         let nscalar = n as u64 - 8 * nchunks;
-        let (grid, mut pctr) =
-            self.grid_and_tickets(f, LUT_BLOCK, LUT_BYTES, unroll, nchunks, nscalar, stream)?;
+        let (grid, mut pctr) = self.grid_and_tickets(
+            f,
+            LUT_BLOCK,
+            LUT_BYTES,
+            unroll as u64 * LUT_BLOCK as u64,
+            1,
+            nchunks,
+            nscalar,
+            stream,
+        )?;
         let (mut px, mut py, mut pl, mut pn, mut pv, mut pc) = (x, y, lut, n as u64, vbeg, nchunks);
         let mut args: [*mut std::ffi::c_void; 7] = [
             &mut px as *mut _ as *mut _,

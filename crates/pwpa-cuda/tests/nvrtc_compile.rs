@@ -50,6 +50,7 @@ fn large_block_spec(xd: DType, yd: DType) -> KernelSpec {
         grad: false,
         compact: false,
         taillut: false,
+        wsub: 0,
     }
 }
 
@@ -114,6 +115,8 @@ fn every_specialisation_compiles_for_sm90() {
                                 taillut: fused.is_none()
                                     && xd != DType::F32
                                     && (tails.0 == 3 || tails.1 == 3),
+                                // Tile tickets per block and per warp.
+                                wsub: [0, 2][k % 2],
                             };
                             let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
                                 .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
@@ -185,15 +188,21 @@ fn every_specialisation_compiles_for_sm90() {
         });
         n += 1;
     }
-    // f32 arbitrary-breakpoint kernels as the host launches them (four chunks in flight),
-    // anchors in the records or computed: no spills up to D = 8. (D = 15 with computed
-    // anchors, e.g. a seed import's zero anchors, spills 4 bytes: reported, not failed.)
-    for degree in [0u32, 3, 5, 8, 9, 15] {
-        for anchors in [false, true] {
+    // f32 arbitrary-breakpoint kernels as the host launches them (four chunks in flight,
+    // tile tickets per block or per warp), anchors in the records or computed: no spills
+    // up to D = 8. (D = 15 with computed anchors, e.g. a seed import's zero anchors, may
+    // spill a few bytes: reported, not failed.)
+    for (degree, anchors, wsub) in [0u32, 3, 5, 8, 9, 15]
+        .into_iter()
+        .flat_map(|d| [(d, false), (d, true)])
+        .flat_map(|(d, a)| [(d, a, 0u32), (d, a, 2)])
+    {
+        {
             let spec = KernelSpec {
                 degree,
                 anchors,
                 tails: (0, 1, 1, 1),
+                wsub,
                 ..large_block_spec(DType::F32, DType::F32)
             };
             if degree <= 8 {
