@@ -24,7 +24,7 @@ t0=$(date +%s)
 timeout $(tl 170) $G/test-gpu --include-ignored --test-threads=2 > "$OUT/tests.log" 2>&1
 rc=$?; step "gpu tests" "rc=$rc $(grep -E '^test result' "$OUT/tests.log" | tail -1) ($(( $(date +%s)-t0 )) s)"
 grep -E "FAILED|panicked|failed" "$OUT/tests.log" | head -5 >> "$S"
-timeout $(tl 25) $G/test-nvrtc_compile > "$OUT/nvrtc.log" 2>&1; step "nvrtc compile test" "rc=$?"
+timeout $(tl 90) $G/test-nvrtc_compile > "$OUT/nvrtc.log" 2>&1; step "nvrtc compile test" "rc=$?"
 
 # 3. Benchmarks.
 mkdir -p "$OUT/bench"
