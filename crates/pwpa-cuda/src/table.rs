@@ -311,6 +311,21 @@ fn env_switch(cell: &'static std::sync::OnceLock<bool>, var: &str) -> bool {
     *cell.get_or_init(|| std::env::var(var).map(|v| v != "0").unwrap_or(true))
 }
 
+/// A numeric tuning variable read once per process (into `cell`): `var` parsed, if it
+/// parses and `ok` accepts it.
+fn env_value<T: std::str::FromStr + Copy + Send + Sync>(
+    cell: &'static std::sync::OnceLock<Option<T>>,
+    var: &str,
+    ok: impl Fn(&T) -> bool,
+) -> Option<T> {
+    *cell.get_or_init(|| {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|v| ok(v))
+    })
+}
+
 /// Record layout as planes for a row of degree `d` ([anchor, c0..cD] with `anchors`,
 /// else [c0..cD]): (float4 planes, floats per piece in the tail plane). A row of
 /// 4k + 3 floats is padded to whole float4s (one 16-byte load rather than two smaller
@@ -442,6 +457,16 @@ impl KernelSpec {
         d
     }
 
+    /// The kernel's tiles: (16-byte chunks per tile, ticket takers per block) — the
+    /// block with tickets per block, else each warp (the kernel's WTILE and TK_THREADS).
+    pub fn tiles(&self) -> (u64, u32) {
+        if self.wsub > 0 {
+            (32 * self.unroll as u64 * self.wsub as u64, self.block / 32)
+        } else {
+            (self.block as u64 * self.unroll as u64, 1)
+        }
+    }
+
     /// The kernel source with its specialising prelude.
     pub fn source(&self) -> String {
         let (lt, rt, lxd, rxd) = self.tails;
@@ -530,12 +555,7 @@ const WARP_TILE_STEPS: u32 = 2;
 /// 64 per warp with that many steps; unset, [`CudaTable::spec`] chooses.
 fn wsub_override() -> Option<u32> {
     static WSUB: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    *WSUB.get_or_init(|| {
-        std::env::var("PWPA_CUDA_WSUB")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|w| (0u32..=64).contains(w))
-    })
+    env_value(&WSUB, "PWPA_CUDA_WSUB", |w| *w <= 64)
 }
 
 /// Most chunks in flight per thread with warp compaction of exp2-tail elements (its
@@ -961,14 +981,9 @@ impl CudaTable {
         // faster for tables with large records (fewer, larger tiles; all of a
         // multiprocessor's threads in one block that stages the table once).
         // PWPA_CUDA_BLOCK overrides (tuning; read once per process, not per launch).
-        static BLOCK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-        let block = *BLOCK.get_or_init(|| {
-            std::env::var("PWPA_CUDA_BLOCK")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .filter(|b| [256u32, 512, 1024].contains(b))
-                .unwrap_or(1024)
-        });
+        static BLOCK: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+        let block =
+            env_value(&BLOCK, "PWPA_CUDA_BLOCK", |b| [256, 512, 1024].contains(b)).unwrap_or(1024);
         // Warp compaction of exp2-tail elements (the kernel's CCAP: a float for each of
         // up to half the elements of a warp's tile of at most COMPACT_UNROLL chunks of 16
         // bytes per lane), when its buffer fits beside the records; PWPA_CUDA_COMPACT=0
@@ -979,14 +994,10 @@ impl CudaTable {
         // PWPA_CUDA_SMEM_KB (tuning: what is not shared memory is L1 cache, which also holds
         // the global loads in flight; read once per process).
         static SMEM_KB: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-        let smem_kb = *SMEM_KB.get_or_init(|| {
-            std::env::var("PWPA_CUDA_SMEM_KB")
-                .ok()
-                .and_then(|v| v.parse().ok())
-        });
-        let smem_limit = smem_kb.map_or(self.backend.shared_memory_optin(), |k| {
-            (k * 1024).min(self.backend.shared_memory_optin())
-        });
+        let smem_limit = env_value(&SMEM_KB, "PWPA_CUDA_SMEM_KB", |_| true)
+            .map_or(self.backend.shared_memory_optin(), |k| {
+                (k * 1024).min(self.backend.shared_memory_optin())
+            });
         let cbuf = (block as usize / 32)
             * 16
             * (16 / x_dtype.size())
@@ -1020,15 +1031,11 @@ impl CudaTable {
         // Interleaved copies of the float4 planes, the tail plane and the lookup cells
         // (fewer bank conflicts) chosen together to minimise the expected shared-memory
         // wavefronts per element ([`load_cost`]) plus the price of a smaller L1 cache
-        // ([`l1_price`]) in the shared memory there is; the float4 planes at most PWPA_CUDA_REPL copies (tuning: 1, 2, 4 or 8; read once).
-        static REPL_MAX: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-        let repl_max = *REPL_MAX.get_or_init(|| {
-            std::env::var("PWPA_CUDA_REPL")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .filter(|r| [1u32, 2, 4, 8].contains(r))
-                .unwrap_or(8)
-        });
+        // ([`l1_price`]) in the shared memory there is; the float4 planes at most
+        // PWPA_CUDA_REPL copies (tuning: 1, 2, 4 or 8; read once).
+        static REPL_MAX: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+        let repl_max =
+            env_value(&REPL_MAX, "PWPA_CUDA_REPL", |r| [1, 2, 4, 8].contains(r)).unwrap_or(8);
         // Where even one copy of everything does not fit: the records first, else the
         // index data, else both from global memory (read through the L1 cache).
         let (smem_rec, smem_idx) = if rec_r(1, 1) + idx <= max {
@@ -1445,21 +1452,9 @@ impl CudaTable {
             (0, 0)
         };
         let nscalar = n as u64 - ve * nchunks;
-        let block = spec.block;
-        let (grid, mut pctr) = self.grid_and_tickets(
-            f,
-            block,
-            smem,
-            if spec.wsub > 0 {
-                32 * spec.unroll as u64 * spec.wsub as u64
-            } else {
-                block as u64 * spec.unroll as u64
-            },
-            if spec.wsub > 0 { block / 32 } else { 1 },
-            nchunks,
-            nscalar,
-            stream,
-        )?;
+        let (tile, takers) = spec.tiles();
+        let (grid, mut pctr) =
+            self.grid_and_tickets(f, spec.block, smem, tile, takers, nchunks, nscalar, stream)?;
         let tl = if spec.taillut {
             self.tail_lut_ptr(x_dtype)?
         } else {
@@ -1480,7 +1475,7 @@ impl CudaTable {
         // SAFETY: the argument list matches pwpa_eval's signature; pointers were checked.
         unsafe {
             self.backend
-                .launch(f, grid, block, smem, stream, &mut args, "pwpa_eval")
+                .launch(f, grid, spec.block, smem, stream, &mut args, "pwpa_eval")
         }
     }
 
