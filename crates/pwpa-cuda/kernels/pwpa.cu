@@ -21,8 +21,9 @@
 //   ONESTEP          1: the lookup grid has at most one breakpoint per cell (no scan)
 //   CREPL            interleaved copies of the lookup cells in shared memory (1..16)
 //   GRID_ORD         1: lookup cells over ordered float keys (log-spaced breakpoints)
-//   COMPACT          1: exp2-tail elements of a warp's tile are gathered in shared
-//                    memory and evaluated 32 at a time (not FUSED)
+//   COMPACT          1: f32 input; the exp2-tail elements of a warp's tile, or the rest
+//                    when they are fewer, are gathered in shared memory and evaluated 32
+//                    at a time (not FUSED)
 //   TAILLUT          1: 16-bit input; the results of every input in an exp2 tail are staged
 //                    in shared memory and looked up by the input's 16-bit ordinal
 //   GRADMUL          1: backward pass, y = g * table(x) with g read from the `dy` argument
@@ -122,9 +123,9 @@ __device__ __forceinline__ float out_in(out_t v) { return b2f(v); }
 // applied as two power-of-two factors: the first product is exact (normal), the second
 // rounds once — as the CPU's exponent-bit addition (exact) or its 2^-64 / 2 scaling does.
 // (table.rs `exp2_two_scale` mirrors this and is checked against exp2_f32 on the CPU.)
-__device__ __forceinline__ float pwpa_exp2(float p) {
-    if (p != p) return p;
-    p = fminf(fmaxf(p, -151.0f), 128.0f);
+__device__ __forceinline__ float pwpa_exp2(float p0) {
+    // NaN in, NaN out, by a select at the end (no branch): the clamp maps NaN to -151.
+    const float p = fminf(fmaxf(p0, -151.0f), 128.0f);
     const float big = __fadd_rn(p, 12582912.0f);  // 1.5 * 2^23 + n
     const float n = __fsub_rn(big, 12582912.0f);
     const float f = __fsub_rn(p, n);
@@ -140,7 +141,8 @@ __device__ __forceinline__ float pwpa_exp2(float p) {
     const int h = ni >> 1;  // floor(n / 2): both factors stay normal
     const float s1 = __int_as_float((h + 127) << 23);
     const float s2 = __int_as_float((ni - h + 127) << 23);
-    return __fmul_rn(__fmul_rn(r, s1), s2);
+    const float v = __fmul_rn(__fmul_rn(r, s1), s2);
+    return (p0 != p0) ? p0 : v;
 }
 
 template <int NC>
@@ -359,18 +361,6 @@ __device__ __forceinline__ float eval_exp2_tail(const Params& p, float x) {
     return exp2_tail<RXD>(p.rt, x);
 #endif
 }
-// An element of a tile that is not gathered: its exp2 tail or the core, as a branch, so
-// that a warp whose lanes are all in a tail (exp on wide inputs) or none (silu on
-// activations) runs one of the two (eval_one runs the core for every element).
-__device__ __forceinline__ float eval_split(const Params& p, const Tab& tb, float x) {
-    float r;
-    if (in_exp2_tail(p, x)) {
-        r = eval_exp2_tail(p, x);
-    } else {
-        r = eval_core(p, tb, x);
-    }
-    return r;
-}
 #endif
 
 // ---------------------------------------------------------------- vector chunks
@@ -381,8 +371,8 @@ __device__ __forceinline__ float eval_split(const Params& p, const Tab& tb, floa
 #else
 #define VE 8
 #endif
-// COMPACT: the most exp2-tail elements a warp's tile gathers (half the tile; a tile with
-// more is evaluated chunk by chunk).
+// COMPACT: the most elements a warp's tile gathers (half the tile: the exp2-tail elements
+// when they are at most that many, else the rest, which are then fewer).
 #define CCAP (16 * UNROLL * VE)
 #if OUT_T == 0
 #define OW VE
@@ -551,12 +541,31 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 #endif
 #define WTILE ((u64)TK_THREADS * UNROLL * TK_STEPS)
 #if COMPACT
+static_assert(IN_T == 0, "compaction: f32 input only (16-bit inputs look their exp2 tails up, TAILLUT)");
 static_assert(UNROLL * VE <= 32, "compaction: one mask bit per element of a thread's tile");
 #endif
 
 __device__ __forceinline__ void ticket_done(u32* ctr, u32 t, u64 ntiles) {
     if ((u64)t == ntiles + (u64)gridDim.x * (BLOCK / TK_THREADS) - 1) atomicExch(ctr, 0u);
 }
+
+#if COMPACT
+// Compaction, first pass over a warp's tile: every element's result through the core
+// (CORE) or its exp2 tail into rc, and the elements of mask gm (the other group) stored
+// in order at w. (A function template: NVRTC before 13.2 rejects lambdas in device code.)
+template <bool CORE>
+__device__ __forceinline__ void compact_first(const Params& p, const Tab& tb, const uint4 (&in)[UNROLL],
+                                              float (&rc)[UNROLL][VE], u32 gm, float* w) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+        for (int k2 = 0; k2 < VE; ++k2) {
+            const float xk = chunk_get(in[u], k2);
+            rc[u][k2] = CORE ? eval_core(p, tb, xk) : eval_exp2_tail(p, xk);
+            if (gm & (1u << (u * VE + k2))) *w++ = xk;
+        }
+}
+#endif
 
 // y[e] (and dy[e]) for e in [0, n). Elements [vbeg, vbeg + VE * nchunks) go through
 // 16-byte vector accesses (x + vbeg and y + vbeg are 16-byte aligned, checked by the
@@ -638,31 +647,36 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                 }
             }
 #if COMPACT
-            // Elements in an exp2 tail are evaluated after the rest, gathered from the whole
-            // warp's tile (UNROLL chunks per lane) into shared memory and evaluated 32 at a
-            // time: with divergent lanes the tail would otherwise cost every lane of the warp
-            // once per element. Positions come from one warp scan of the per-lane counts; the
-            // core (index, Horner, other tails) runs for every element and a tail element's
-            // result replaces it; the inputs are dead once gathered. A tile with no tail
-            // element, or with more than half (exp on wide inputs), gains little from
-            // gathering and is evaluated chunk by chunk as without compaction (measured on an
-            // H100: silu on N(0, 16) inputs, no tail element, 0.86 of copy that way, 0.78
-            // through the gather). (Computing every element's core first, chunk by chunk as
-            // its load arrives, with a tail element's input kept in rc in place of the core
-            // result, was slower: gelu 0.88 -> 0.76 and exp 0.78 -> 0.63 of copy on N(0, 16).)
+            // Warp compaction of the minority, exp2-tail elements or the rest: SIMT runs a
+            // divergent branch once per element for the whole warp, so the smaller of the two
+            // groups of the warp's tile (UNROLL chunks per lane) is gathered in shared memory
+            // (positions from one warp scan of the per-lane counts of both groups, packed in
+            // one word), evaluated 32 at a time, and its results put back; the larger group is
+            // evaluated for every element, branch-free (a gathered element's result replaces
+            // it). A tile with no tail element runs the core alone. (Measured on an H100,
+            // N(0, 16) inputs: per element branching between tail and core cost gelu 70 and
+            // exp 75 instructions per element; computing every element's core first, with a
+            // tail element's input kept in place of its result, was slower still: gelu 0.88 ->
+            // 0.76, exp 0.78 -> 0.63 of copy.)
             float rc[UNROLL][VE];
-            bool gathered = false;  // warp-uniform
+            bool done = false;  // warp-uniform: rc holds the tile's results
             {
                 const u32 lane = threadIdx.x & 31u;
                 u32 tm = 0;  // bit u * VE + k2: that element is in an exp2 tail
+                u32 vm = 0;  // bit u * VE + k2: that element exists
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
-                    const bool valid = c0 + (u64)u * TK_THREADS < nchunks;
+                    u32 m = 0;
 #pragma unroll
                     for (int k2 = 0; k2 < VE; ++k2)
-                        tm |= (valid && in_exp2_tail(p, chunk_get(in[u], k2))) ? (1u << (u * VE + k2)) : 0u;
+                        if (in_exp2_tail(p, chunk_get(in[u], k2))) m |= 1u << k2;
+                    if (c0 + (u64)u * TK_THREADS < nchunks) {
+                        tm |= m << (u * VE);
+                        vm |= ((1u << VE) - 1u) << (u * VE);
+                    }
                 }
-                const u32 cnt = __popc(tm);
+                const u32 nt = __popc(tm);
+                const u32 cnt = nt | ((__popc(vm) - nt) << 16);  // tail count, core count << 16
                 u32 incl = cnt;
 #pragma unroll
                 for (u32 o = 1; o < 32; o <<= 1) {
@@ -670,32 +684,41 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                     if (lane >= o) incl += v;
                 }
                 const u32 total = __shfl_sync(0xFFFFFFFFu, incl, 31);
-                if (total > 0 && total <= CCAP) {
-                    gathered = true;
+                const u32 ttail = total & 0xFFFFu;
+                if (ttail > 0) {
+                    done = true;
+                    // Gather the tail elements when they are at most CCAP, else the rest (then
+                    // fewer than CCAP: a tile holds at most 2 CCAP elements).
+                    const bool gtail = ttail <= CCAP;
+                    const u32 gm = gtail ? tm : (vm & ~tm);
+                    const u32 gtotal = gtail ? ttail : (total >> 16);
                     float* wb = tb.cbuf + (threadIdx.x >> 5) * CCAP;
-                    u32 pos = incl - cnt;
-#pragma unroll
-                    for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-                        for (int k2 = 0; k2 < VE; ++k2) {
-                            const float xk = chunk_get(in[u], k2);
-                            rc[u][k2] = eval_core(p, tb, xk);
-                            if (tm & (1u << (u * VE + k2))) wb[pos++] = xk;
-                        }
+                    const u32 start = gtail ? (incl - cnt) & 0xFFFFu : (incl - cnt) >> 16;
+                    // Every element through the larger group's evaluation (a warp-uniform
+                    // choice, made once per tile); the gathered ones are stored.
+                    if (gtail) {
+                        compact_first<true>(p, tb, in, rc, gm, wb + start);
+                    } else {
+                        compact_first<false>(p, tb, in, rc, gm, wb + start);
+                    }
                     __syncwarp();
-                    for (u32 j = lane; j < total; j += 32u) wb[j] = eval_exp2_tail(p, wb[j]);
+                    if (gtail) {
+                        for (u32 j = lane; j < gtotal; j += 32u) wb[j] = eval_exp2_tail(p, wb[j]);
+                    } else {
+                        for (u32 j = lane; j < gtotal; j += 32u) wb[j] = eval_core(p, tb, wb[j]);
+                    }
                     __syncwarp();
-                    pos = incl - cnt;
+                    const float* w = wb + start;
 #pragma unroll
                     for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
                         for (int k2 = 0; k2 < VE; ++k2)
-                            if (tm & (1u << (u * VE + k2))) rc[u][k2] = wb[pos++];
+                            if (gm & (1u << (u * VE + k2))) rc[u][k2] = *w++;
                     __syncwarp();
                 }
             }
             // (Separate loops, so that the gathered results and the inputs are not both live.)
-            if (gathered) {
+            if (done) {
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
                     const u64 c = c0 + (u64)u * TK_THREADS;
@@ -726,7 +749,7 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                     for (int k2 = 0; k2 < VE; ++k2) {
                         float r, d;
 #if COMPACT
-                        r = eval_split(p, tb, chunk_get(in[u], k2));
+                        r = eval_core(p, tb, chunk_get(in[u], k2));  // no exp2-tail element
                         d = 0.0f;
 #else
                         eval_one(p, tb, chunk_get(in[u], k2), r, d);

@@ -285,9 +285,10 @@ pub struct KernelSpec {
     /// Backward pass: `y = g · table(x)` with the gradient `g` (of `y_dtype`) as a
     /// second input ([`CudaTable::grad_mul_raw`]). Not with `fused`.
     pub grad: bool,
-    /// Warp compaction of exp2-tail elements (an exp2 tail, not `fused`; the host
-    /// enables it for f32 input): a float of shared memory for each of up to half the
-    /// elements of a warp's tile.
+    /// Warp compaction of exp2-tail elements (f32 input with an exp2 tail, not `fused`;
+    /// 16-bit inputs do not compile with it): the exp2-tail elements of a warp's tile, or
+    /// the rest when they are fewer, gathered in shared memory (a float for each of up to
+    /// half the elements of a warp's tile).
     pub compact: bool,
     /// 16-bit input with an exp2 tail: the results of every tail input staged in shared
     /// memory and looked up (no exp2 per element); not with `fused`.
@@ -546,6 +547,10 @@ pub const DEFAULT_UNROLL: u32 = 4;
 /// but uniform P256 D3 (0.13) 0.97 → 0.91, P1024 D5 0.97 → 0.93, arbitrary P1024 D3
 /// (0.42) 0.94 → 0.91, tanh 0.98 → 0.92.
 const WARP_TICKETS_WF: f64 = 0.5;
+
+/// An exp2 tail that starts within this distance of zero is reached often by typical
+/// activations (N(0, 16) inputs in the measurements); see [`CudaTable::spec`].
+const EXP2_NEAR: f32 = 4.0;
 
 /// Steps of 32 × UNROLL chunks in a warp's tile when tickets are per warp (2: 2 KB of f32
 /// input per step at UNROLL 4; 8 and 32 steps were slower, 32 much: too few tiles per warp).
@@ -1091,19 +1096,25 @@ impl CudaTable {
             }
         }
         let (cost, _, repl, replt, crepl) = best.unwrap_or((0.0, 0, 1, 1, 1));
-        // Tile tickets per warp when lookups cost most (WARP_TICKETS_WF) or when exp2-tail
-        // elements are gathered (the warp's scan, gather and scatter wait on shared memory,
-        // which other warps hide better without a block barrier), except with an exp2 tail
-        // on both sides (exp-like tables: most inputs in a tail, evaluated in place, issue-
-        // bound). Measured on an H100 (2026-11-22, f32, N(0, 16) inputs, two runs, per block
-        // → per warp): gelu 0.87 → 0.92, gelu_tanh 0.87 → 0.92, silu, softplus and
-        // log_sigmoid within 1 %, sigmoid 0.93 → 0.92, exp 0.80 → 0.76, exp2 0.78 → 0.75.
+        // Tile tickets per warp when lookups cost most (WARP_TICKETS_WF), or with compaction
+        // when an exp2 tail starts within EXP2_NEAR of zero, so that typical activations
+        // reach it often: the warp's scan, gather, scatter and exp2s then wait on shared
+        // memory and issue slots, which other warps hide better without a block barrier.
+        // Where the tails are rarely reached, the tile is mostly core evaluation, like a
+        // light table, and per block is better. Measured on an H100 (2026-11-22, session 7,
+        // f32, N(0, 16) inputs, bench/gpu_lab/warp_ab.sh; per block → per warp): exp 0.82 →
+        // 0.93, exp2 0.83 → 0.92, gelu (tail below -3.25) 0.88 → 0.92, gelu_tanh (-2.75)
+        // 0.89 → 0.92; but sigmoid (-7.5) 0.94 → 0.92, softplus (-6.9) 0.94 → 0.92,
+        // log_sigmoid (6.9) 0.94 → 0.92, silu (-20) 0.94 → 0.93, mish (-20) 0.97 → 0.93.
         // Per block otherwise, and for the fused and backward kernels (not measured per
         // warp).
+        let b = self.table.breakpoints();
+        let exp2_near =
+            (self.tails.0 == 3 && b.lo() > -EXP2_NEAR) || (self.tails.1 == 3 && b.hi() < EXP2_NEAR);
         let heavy = !smem_rec
             || (self.bp.is_some() && (!smem_idx || !self.one_step))
             || cost >= WARP_TICKETS_WF
-            || (compact && !(self.tails.0 == 3 && self.tails.1 == 3));
+            || (compact && exp2_near);
         let wsub = wsub_override().unwrap_or(if heavy && deriv.is_none() {
             WARP_TILE_STEPS
         } else {

@@ -149,22 +149,6 @@ fn every_specialisation_compiles_for_sm90() {
         });
         n += 1;
     }
-    // Compaction with 16-bit inputs (8 elements per chunk; the kernel supports it, the
-    // host does not choose it: slower, measured) with one or two chunks in flight.
-    for (xd, yd, grad, unroll) in [
-        (DType::BF16, DType::BF16, true, 1u32),
-        (DType::F16, DType::F32, true, 1),
-        (DType::BF16, DType::F32, false, 2),
-        (DType::F16, DType::F16, false, 2),
-    ] {
-        compiles_without_spills(&KernelSpec {
-            unroll,
-            grad,
-            compact: true,
-            ..large_block_spec(xd, yd)
-        });
-        n += 1;
-    }
     // The backward pass (gradient chunks of every width: 8, 16 and 32 bytes).
     for (xd, yd) in [
         (DType::F32, DType::F32),

@@ -1,0 +1,103 @@
+//! Lab tool (no GPU needed, NVRTC only): compiles one polynomial-kernel specialisation for
+//! sm_90 and writes its CUBIN, for `nvdisasm` instruction counts (bench/gpu_lab/sass.sh).
+//!
+//! `cargo run --release -p pwpa-cuda --example cubin -- OUT.cubin [key=value ...]`
+//! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, wsub, repl, replt, crepl, anchors,
+//! unroll, x (f32|f16|bf16), y. The defaults are the exp table's kernel (one piece of
+//! degree 3, exp2 tails on both sides, gathered tails, tickets per block).
+use pwpa::DType;
+use pwpa_cuda::{compile, KernelSpec};
+
+fn dtype(s: &str) -> DType {
+    match s {
+        "f16" => DType::F16,
+        "bf16" => DType::BF16,
+        _ => DType::F32,
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let Some(out) = args.next() else {
+        eprintln!("usage: cubin OUT.cubin [key=value ...]");
+        std::process::exit(2);
+    };
+    let mut s = KernelSpec {
+        x_dtype: DType::F32,
+        y_dtype: DType::F32,
+        degree: 3,
+        arbitrary: true,
+        tails: (3, 3, 2, 2),
+        fused: None,
+        smem_rec: true,
+        anchors: true,
+        anchors2: true,
+        smem_idx: true,
+        unroll: 4,
+        block: 1024,
+        repl: 8,
+        replt: 16,
+        one_step: true,
+        grid_ord: false,
+        crepl: 16,
+        grad: false,
+        compact: true,
+        taillut: false,
+        wsub: 0,
+    };
+    for a in args {
+        let Some((k, v)) = a.split_once('=') else {
+            eprintln!("not key=value: {a}");
+            std::process::exit(2);
+        };
+        let n = || -> u32 {
+            v.parse().unwrap_or_else(|_| {
+                eprintln!("{k}: not a number: {v}");
+                std::process::exit(2)
+            })
+        };
+        match k {
+            "degree" => s.degree = n(),
+            "arbitrary" => s.arbitrary = n() != 0,
+            "lt" => s.tails.0 = n(),
+            "rt" => s.tails.1 = n(),
+            "lxd" => s.tails.2 = n(),
+            "rxd" => s.tails.3 = n(),
+            "compact" => s.compact = n() != 0,
+            "wsub" => s.wsub = n(),
+            "repl" => s.repl = n(),
+            "replt" => s.replt = n(),
+            "crepl" => s.crepl = n(),
+            "anchors" => s.anchors = n() != 0,
+            "unroll" => s.unroll = n(),
+            "x" => s.x_dtype = dtype(v),
+            "y" => s.y_dtype = dtype(v),
+            _ => {
+                eprintln!("unknown key {k}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let opts: Vec<String> = [
+        "--gpu-architecture=sm_90",
+        "--fmad=false",
+        "--std=c++17",
+        "--ptxas-options=-v",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    match compile::compile("pwpa_eval", &s.source(), &opts, true) {
+        Ok(c) => {
+            eprint!("{}", c.log);
+            if let Err(e) = std::fs::write(&out, &c.image) {
+                eprintln!("{out}: {e}");
+                std::process::exit(1);
+            }
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    }
+}
