@@ -954,6 +954,11 @@ impl CudaTable {
             replt,
         )
     }
+    /// Whether an exp2 tail starts within [`EXP2_NEAR`] of zero.
+    fn exp2_near(&self) -> bool {
+        let b = self.table.breakpoints();
+        (self.tails.0 == 3 && b.lo() > -EXP2_NEAR) || (self.tails.1 == 3 && b.hi() < EXP2_NEAR)
+    }
     /// This table's record layout ([`planes`]).
     fn planes(&self) -> (u32, u32) {
         planes(self.table.degree() as u32, self.affine.is_none())
@@ -1108,9 +1113,7 @@ impl CudaTable {
         // log_sigmoid (6.9) 0.94 → 0.92, silu (-20) 0.94 → 0.93, mish (-20) 0.97 → 0.93.
         // Per block otherwise, and for the fused and backward kernels (not measured per
         // warp).
-        let b = self.table.breakpoints();
-        let exp2_near =
-            (self.tails.0 == 3 && b.lo() > -EXP2_NEAR) || (self.tails.1 == 3 && b.hi() < EXP2_NEAR);
+        let exp2_near = self.exp2_near();
         let heavy = !smem_rec
             || (self.bp.is_some() && (!smem_idx || !self.one_step))
             || cost >= WARP_TICKETS_WF
@@ -1433,14 +1436,25 @@ impl CudaTable {
         }
         let (mut spec, smem) = self.spec(x_dtype, y_dtype, deriv);
         spec.grad = grad;
+        let x16 = x_dtype.size() == 2;
+        // The backward pass: tile tickets per block for f32 input; 16-bit inputs keep the
+        // forward choice, and take tickets per warp also when their exp2-tail results are
+        // looked up (TAILLUT) from a tail that starts near zero. Measured on an H100
+        // (2026-11-22, session 7, torch_bench --backward, N = 2^28, randn·4, per block →
+        // per warp): f32 gelu 1.10 → 1.24 ms, silu 1.10 → 1.26, exp 1.09 → 1.27, selu 1.08 →
+        // 1.13, tanh 1.08 → 1.10; bf16 exp 0.68 → 0.62, selu (scanning lookup) 0.72 → 0.62,
+        // gelu 0.58 → 0.57, but silu 0.56 → 0.60, sigmoid 0.56 → 0.59, softplus 0.56 → 0.60.
         if grad && wsub_override().is_none() {
-            spec.wsub = 0;
+            spec.wsub = if x16 && (spec.wsub != 0 || (spec.taillut && self.exp2_near())) {
+                WARP_TILE_STEPS
+            } else {
+                0
+            };
         }
         // Chunks in flight that fit in 64 registers per thread (1024 threads) without
         // spilling (nvrtc_compile checks each case): 16 input bytes with 32 gradient
         // bytes, or the compaction's state on top of the gradient chunks, allow two;
         // compaction alone COMPACT_UNROLL (its buffer is sized for that many).
-        let x16 = x_dtype.size() == 2;
         let cap = if grad && ((x16 && y_dtype == DType::F32) || spec.compact) {
             2
         } else if spec.compact {

@@ -149,12 +149,15 @@ fn every_specialisation_compiles_for_sm90() {
         });
         n += 1;
     }
-    // The backward pass (gradient chunks of every width: 8, 16 and 32 bytes).
-    for (xd, yd) in [
-        (DType::F32, DType::F32),
-        (DType::BF16, DType::BF16),
-        (DType::F16, DType::F32),
-        (DType::F32, DType::BF16),
+    // The backward pass (gradient chunks of every width: 8, 16 and 32 bytes), with tile
+    // tickets per block, and per warp for 16-bit inputs (the host's choices).
+    for (xd, yd, wsub) in [
+        (DType::F32, DType::F32, 0u32),
+        (DType::BF16, DType::BF16, 0),
+        (DType::BF16, DType::BF16, 2),
+        (DType::F16, DType::F32, 0),
+        (DType::F16, DType::F32, 2),
+        (DType::F32, DType::BF16, 0),
     ] {
         compiles_without_spills(&KernelSpec {
             degree: 2,
@@ -168,6 +171,7 @@ fn every_specialisation_compiles_for_sm90() {
             grad: true,
             compact: xd == DType::F32,
             taillut: xd != DType::F32,
+            wsub,
             ..large_block_spec(xd, yd)
         });
         n += 1;
