@@ -326,6 +326,62 @@ fn exact_bf16_tanh_is_correctly_rounded_everywhere_exhaustively() {
     assert_eq!(o.all_finite.max_ulp, 0);
 }
 
+/// Under relative error, pieces that end at a zero of f at 0 are fitted as x·q(x); q at the
+/// end x = 0 is the limit of f(x)/x from inside the piece. SELU has a kink there (slope λα
+/// on the left, λ on the right): the left piece once took the right slope (q(0) = f(ε)/ε
+/// with ε > 0) and was wrong next to 0 by up to 90 bf16 ulps (session 7).
+#[test]
+fn pieces_ending_at_a_kinked_zero_take_their_own_side_s_slope() {
+    let c = case("selu");
+    let f = c.1;
+    let o = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            partitions: 64,
+            degree: 3,
+            measure: ErrorMeasure::Relative,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    // Just left and right of 0: relative error of the table, f32 output.
+    for x in [-1e-30f32, -1e-6, -1e-3, 1e-30, 1e-6, 1e-3] {
+        let want = f(x as f64);
+        let got = o.table.eval_f32(x) as f64;
+        assert!(
+            ((got - want) / want).abs() < 1e-5,
+            "x = {x}: {got} vs {want}"
+        );
+    }
+    // Every bf16 input in range correctly rounded (an independent sweep).
+    let (n, wrong, max) = bf16_check(&o.table, f, Some((-20.0, 4.0)));
+    assert!(n > 30_000);
+    assert_eq!((wrong, max), (0, 0), "{n} inputs");
+}
+
+/// With that fixed, SELU has a small bf16-exact table (there was none with up to 4096
+/// pieces before).
+#[test]
+fn exact_bf16_selu_is_small_and_correctly_rounded_everywhere() {
+    let c = case("selu");
+    let f = c.1;
+    let o = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            degree: 3,
+            goal: Goal::Exact(DType::BF16),
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(o.partitions <= 32, "{} pieces", o.partitions);
+    let (n, wrong, _) = bf16_check(&o.table, f, None);
+    assert!(n > 60_000);
+    assert_eq!(wrong, 0, "{n} inputs");
+}
+
 #[test]
 fn exp2_tails_keep_sigmoid_within_one_ulp_for_every_bf16_input() {
     let c = case("sigmoid");

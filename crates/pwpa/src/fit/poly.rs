@@ -205,8 +205,10 @@ impl Problem<'_> {
     fn gw(&self, s: f64) -> (f64, f64) {
         let x = self.x(s);
         if self.zero {
+            // At x = 0, g is the limit of f(x)/x from inside the piece: from the left for a
+            // piece that ends at 0 (selu's slope there is λα, not its right slope λ).
             let xe = if x == 0.0 {
-                (self.h * 1e-12).max(1e-300)
+                (self.h * 1e-12).max(1e-300).copysign(self.m)
             } else {
                 x
             };

@@ -39,6 +39,17 @@ pub fn elu(x: f64) -> f64 {
 pub fn erf(x: f64) -> f64 {
     libm::erf(x)
 }
+pub const SELU_LAMBDA: f64 = 1.050_700_987_355_480_5;
+pub const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
+/// SELU: λx for x > 0, λα(e^x − 1) otherwise (a kink at 0: slope λα on the left, λ on the
+/// right).
+pub fn selu(x: f64) -> f64 {
+    if x > 0.0 {
+        SELU_LAMBDA * x
+    } else {
+        SELU_LAMBDA * SELU_ALPHA * x.exp_m1()
+    }
+}
 
 pub fn lin() -> Tail {
     Tail::Linear {
@@ -65,6 +76,16 @@ pub fn cases() -> Vec<Case> {
         ("mish", mish, (-16.0, 16.0), c(0.0), lin()),
         ("erf", erf, (-4.0, 4.0), c(-1.0), c(1.0)),
         ("elu", elu, (-16.0, 16.0), c(-1.0), lin()),
+        (
+            "selu",
+            selu,
+            (-20.0, 4.0),
+            c(-(SELU_LAMBDA * SELU_ALPHA) as f32),
+            Tail::Linear {
+                slope: SELU_LAMBDA as f32,
+                intercept: 0.0,
+            },
+        ),
     ]
 }
 
