@@ -51,4 +51,30 @@ else
   step "no NVRTC in the Python virtual environment: the NVRTC kernel compile test ran as a skip above"
 fi
 
+# The same compile with NVRTC 13.0, the oldest CUDA 13 NVRTC (the GPU machines have it):
+# newer NVRTCs accept code that 13.0 rejects (a lambda in device code, found on the device
+# on 2026-11-22). Downloaded once from the package registry into .nvrtc-13.0/ (ignored by
+# git); skipped, with a message, where it cannot be downloaded.
+nv130=.nvrtc-13.0
+if [ -n "$nvrtc" ]; then
+  py="$(realpath -m "${PWPA_VENV:-.venv}")/bin/python"
+  if [ ! -f "$nv130/nvidia/cu13/lib/libnvrtc.so.13" ]; then
+    rm -rf "$nv130.tmp" && mkdir -p "$nv130.tmp"
+    if "$py" -m pip download --quiet --no-deps --disable-pip-version-check -d "$nv130.tmp" \
+        "nvidia-cuda-nvrtc==13.0.*" &&
+      "$py" -m zipfile -e "$nv130.tmp"/nvidia_cuda_nvrtc-*.whl "$nv130.tmp/x"; then
+      rm -rf "$nv130" && mv "$nv130.tmp/x" "$nv130"
+    fi
+    rm -rf "$nv130.tmp"
+  fi
+  if [ -f "$nv130/nvidia/cu13/lib/libnvrtc.so.13" ]; then
+    step "NVRTC kernel compile test with NVRTC 13.0 (as on the GPU machines)"
+    lib="$(realpath "$nv130/nvidia/cu13/lib")"
+    LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PWPA_NVRTC="$lib/libnvrtc.so.13" \
+      CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true cargo test -p pwpa-cuda --release --test nvrtc_compile
+  else
+    step "could not download NVRTC 13.0 (pip: nvidia-cuda-nvrtc==13.0.*): its compile test is skipped"
+  fi
+fi
+
 step "all tests passed"
