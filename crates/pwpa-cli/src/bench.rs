@@ -412,7 +412,7 @@ fn cuda_single(a: &BenchArgs, b: &Arc<CudaBackend>) -> Result<(Vec<Row>, String)
     let kernel = if ct.uses_lut(a.dtype, a.dtype) {
         "result table (every 16-bit input's result in shared memory)".to_string()
     } else {
-        let (spec, smem) = ct.spec(a.dtype, a.dtype, None);
+        let (spec, smem) = ct.spec(a.dtype, a.dtype, None, false);
         format!(
             "polynomial kernel, {smem} B of shared memory: {}",
             spec.describe()
@@ -604,7 +604,7 @@ fn cuda_sweep(a: &BenchArgs, b: &Arc<CudaBackend>, out: &Path) -> Result<String>
     ] {
         let t = random_table(1024, 5, arb, false, 1)?;
         let ct = CudaTable::new(b, &t)?;
-        let (spec, smem) = ct.spec(dtype, dtype, None);
+        let (spec, smem) = ct.spec(dtype, dtype, None, false);
         md.push_str(&format!(
             "\nregisters P=1024 D=5 {dtype} {}: {} (smem {smem} B, block {})",
             if arb { "arbitrary" } else { "uniform" },

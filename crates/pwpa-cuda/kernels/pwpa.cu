@@ -675,8 +675,8 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                         vm |= ((1u << VE) - 1u) << (u * VE);
                     }
                 }
-                const u32 nt = __popc(tm);
-                const u32 cnt = nt | ((__popc(vm) - nt) << 16);  // tail count, core count << 16
+                const u32 ntail = __popc(tm);
+                const u32 cnt = ntail | ((__popc(vm) - ntail) << 16);  // tail count, core count << 16
                 u32 incl = cnt;
 #pragma unroll
                 for (u32 o = 1; o < 32; o <<= 1) {

@@ -978,12 +978,14 @@ impl CudaTable {
         }
     }
 
-    /// The kernel specialisation (and dynamic shared memory) for these dtypes.
+    /// The kernel specialisation (and dynamic shared memory) for these dtypes; `grad`: the
+    /// backward pass (`y = g · table(x)`, [`CudaTable::grad_mul_raw`]).
     pub fn spec(
         &self,
         x_dtype: DType,
         y_dtype: DType,
         deriv: Option<&CudaTable>,
+        grad: bool,
     ) -> (KernelSpec, usize) {
         let idx = self.idx_bytes(1);
         // Threads per block: 1024. Measured on an H100 (2026-11-22, bench/gpu_lab/NOTES.md)
@@ -1111,18 +1113,26 @@ impl CudaTable {
         // 0.93, exp2 0.83 → 0.92, gelu (tail below -3.25) 0.88 → 0.92, gelu_tanh (-2.75)
         // 0.89 → 0.92; but sigmoid (-7.5) 0.94 → 0.92, softplus (-6.9) 0.94 → 0.92,
         // log_sigmoid (6.9) 0.94 → 0.92, silu (-20) 0.94 → 0.93, mish (-20) 0.97 → 0.93.
-        // Per block otherwise, and for the fused and backward kernels (not measured per
-        // warp).
+        // Per block otherwise, and for the fused kernel (not measured per warp).
+        //
+        // The backward pass: per block for f32 input; 16-bit inputs keep the forward choice,
+        // and take tickets per warp also when their exp2-tail results are looked up
+        // (TAILLUT) from a tail near zero. Measured on an H100 (2026-11-22, session 7,
+        // torch_bench --backward, N = 2^28, randn·4, per block → per warp): f32 gelu 1.10 →
+        // 1.24 ms, silu 1.10 → 1.26, exp 1.09 → 1.27, selu 1.08 → 1.13, tanh 1.08 → 1.10;
+        // bf16 exp 0.68 → 0.62, selu (scanning lookup) 0.72 → 0.62, gelu 0.58 → 0.57, but
+        // silu 0.56 → 0.60, sigmoid 0.56 → 0.59, softplus 0.56 → 0.60.
         let exp2_near = self.exp2_near();
         let heavy = !smem_rec
             || (self.bp.is_some() && (!smem_idx || !self.one_step))
             || cost >= WARP_TICKETS_WF
             || (compact && exp2_near);
-        let wsub = wsub_override().unwrap_or(if heavy && deriv.is_none() {
-            WARP_TILE_STEPS
+        let per_warp = if grad {
+            x_dtype.size() == 2 && (heavy || (taillut && exp2_near))
         } else {
-            0
-        });
+            heavy && deriv.is_none()
+        };
+        let wsub = wsub_override().unwrap_or(if per_warp { WARP_TILE_STEPS } else { 0 });
         let rec_smem = if smem_rec { rec_r(repl, replt) } else { 0 };
         let idx = self.idx_bytes(crepl);
         let smem =
@@ -1155,7 +1165,7 @@ impl CudaTable {
                 one_step: self.one_step,
                 grid_ord: self.grid_shift.is_some(),
                 crepl,
-                grad: false,
+                grad,
                 compact,
                 taillut,
                 wsub,
@@ -1434,23 +1444,8 @@ impl CudaTable {
             // SAFETY: pointers checked above; forwarded contract.
             return unsafe { self.launch_lut(x, y, n, x_dtype, y_dtype, stream) };
         }
-        let (mut spec, smem) = self.spec(x_dtype, y_dtype, deriv);
-        spec.grad = grad;
+        let (mut spec, smem) = self.spec(x_dtype, y_dtype, deriv, grad);
         let x16 = x_dtype.size() == 2;
-        // The backward pass: tile tickets per block for f32 input; 16-bit inputs keep the
-        // forward choice, and take tickets per warp also when their exp2-tail results are
-        // looked up (TAILLUT) from a tail that starts near zero. Measured on an H100
-        // (2026-11-22, session 7, torch_bench --backward, N = 2^28, randn·4, per block →
-        // per warp): f32 gelu 1.10 → 1.24 ms, silu 1.10 → 1.26, exp 1.09 → 1.27, selu 1.08 →
-        // 1.13, tanh 1.08 → 1.10; bf16 exp 0.68 → 0.62, selu (scanning lookup) 0.72 → 0.62,
-        // gelu 0.58 → 0.57, but silu 0.56 → 0.60, sigmoid 0.56 → 0.59, softplus 0.56 → 0.60.
-        if grad && wsub_override().is_none() {
-            spec.wsub = if x16 && (spec.wsub != 0 || (spec.taillut && self.exp2_near())) {
-                WARP_TILE_STEPS
-            } else {
-                0
-            };
-        }
         // Chunks in flight that fit in 64 registers per thread (1024 threads) without
         // spilling (nvrtc_compile checks each case): 16 input bytes with 32 gradient
         // bytes, or the compaction's state on top of the gradient chunks, allow two;

@@ -498,7 +498,7 @@ fn module_cache_round_trip() {
         },
     )
     .unwrap();
-    let (spec, _) = ct.spec(DType::F16, DType::BF16, None);
+    let (spec, _) = ct.spec(DType::F16, DType::BF16, None, false);
     let s1 = b1.prepare(&spec).unwrap();
     assert_eq!(b1.prepare(&spec).unwrap(), pwpa_cuda::ModuleSource::Memory);
     let b2 = CudaBackend::new(0).unwrap();
