@@ -25,7 +25,8 @@
 //                    when they are fewer, are gathered in shared memory and evaluated 32
 //                    at a time (not FUSED)
 //   TAILLUT          1: 16-bit input; the results of every input in an exp2 tail are staged
-//                    in shared memory and looked up by the input's 16-bit ordinal
+//                    in shared memory and looked up by the input's 16-bit ordinal (a run of
+//                    equal results at a tail's far end is one entry; the index is clamped)
 //   GRADMUL          1: backward pass, y = g * table(x) with g read from the `dy` argument
 //                    (an OUT_T array): the product rounded in f32, then to OUT_T
 //
@@ -275,13 +276,10 @@ __device__ __forceinline__ float exp2_both_tails(const Params& p, float x) {
 #endif
 
 #if TAILLUT
-// Signed ordinal of the 16-bit input whose f32 value is x (exact): monotone, ±0 -> 0.
-__device__ __forceinline__ int ord16_of(float x) {
-#if IN_T == 1
-    const u32 h = f2h(x);
-#else
-    const u32 h = __float_as_uint(x) >> 16;
-#endif
+// Signed ordinal of the 16-bit input pattern h: monotone in its value, ±0 -> 0. (From the
+// input's own bits: converting its f32 value back to f16 cost f16 inputs a conversion and
+// a NaN test per element.)
+__device__ __forceinline__ int ord16_of(u32 h) {
     return (h & 0x8000u) ? -(int)(h & 0x7FFFu) : (int)h;
 }
 #endif
@@ -297,21 +295,35 @@ struct Tab {
     const float* tlut;  // TAILLUT: staged exp2-tail results
 };
 
-__device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x, float& y, float& dy) {
+// x is the input's value; h its f16 pattern (f16 inputs only).
+__device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x, u32 h, float& y,
+                                         float& dy) {
     u32 i = piece_index(p, tb.cells, tb.bp, x);
     float r = horner_rec<DEG, NQ, TW, HASA>(tb.rec, tb.rect, p.P, i, x, p.a0, p.ah);
     bool left = x < p.lo;
     bool right = x > p.hi;
 #if TAILLUT
     // A 16-bit input in an exp2 tail: its result, computed on the host exactly as the
-    // CPU does, from shared memory.
+    // CPU does, from shared memory, at the index of its 16-bit pattern h. (Saturated
+    // results far out are one entry: the index is clamped there.)
+#if IN_T == 2
+    h = __float_as_uint(x) >> 16;  // bf16: the pattern is the value's high half
+#elif GRADMUL && OUT_T == 0
+    // f16 input with f32 gradients: the pattern passed along took the 65th register (a
+    // spill with NVRTC 13.2), so it is recomputed from the value (x is never NaN here).
+    {
+        u16 hx;
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(hx) : "f"(x));
+        h = hx;
+    }
+#endif
 #if LT == 3
-    if (left) r = tb.tlut[ord16_of(x) - p.tk_lo];
+    if (left) r = tb.tlut[max(ord16_of(h) - p.tk_lo, 0)];
 #else
     if (left) r = apply_tail<LT, LXD>(p.lt, x, r);
 #endif
 #if RT == 3
-    if (right) r = tb.tlut[p.tl_n + (u32)(ord16_of(x) - p.tk_hi)];
+    if (right) r = tb.tlut[p.tl_n + min((u32)(ord16_of(h) - p.tk_hi), p.tl_total - p.tl_n - 1u)];
 #else
     if (right) r = apply_tail<RT, RXD>(p.rt, x, r);
 #endif
@@ -380,6 +392,16 @@ __device__ __forceinline__ float eval_exp2_tail(const Params& p, float x) {
 #define OW (VE / 2)
 #endif
 
+// The k-th input pattern of a chunk of f16 inputs (0 otherwise: bf16's is the high half
+// of its f32 value, see eval_one).
+__device__ __forceinline__ u32 chunk_raw(const uint4& c, int k) {
+#if IN_T != 1
+    return 0u;
+#else
+    const u32* w = reinterpret_cast<const u32*>(&c);
+    return (k & 1) ? (w[k >> 1] >> 16) : (w[k >> 1] & 0xFFFFu);
+#endif
+}
 __device__ __forceinline__ float chunk_get(const uint4& c, int k) {
     const u32* w = reinterpret_cast<const u32*>(&c);
 #if IN_T == 0
@@ -596,7 +618,11 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
     for (u64 k = tid; k < nscalar; k += stride) {
         u64 e = (k < vbeg) ? k : (vend + (k - vbeg));
         float r, d;
-        eval_one(p, tb, in_f(x[e]), r, d);
+#if IN_T == 1
+        eval_one(p, tb, in_f(x[e]), x[e], r, d);
+#else
+        eval_one(p, tb, in_f(x[e]), 0u, r, d);
+#endif
 #if GRADMUL
         r = __fmul_rn(out_in(dy[e]), r);
 #endif
@@ -752,7 +778,14 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                         r = eval_core(p, tb, chunk_get(in[u], k2));  // no exp2-tail element
                         d = 0.0f;
 #else
-                        eval_one(p, tb, chunk_get(in[u], k2), r, d);
+#if IN_T == 1
+                        {
+                            const u32 hr = chunk_raw(in[u], k2);
+                            eval_one(p, tb, h2f((u16)hr), hr, r, d);
+                        }
+#else
+                        eval_one(p, tb, chunk_get(in[u], k2), 0u, r, d);
+#endif
 #endif
 #if GRADMUL
                         r = __fmul_rn(gchunk_get(gin[u], k2), r);
