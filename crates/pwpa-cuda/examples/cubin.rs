@@ -2,7 +2,7 @@
 //! sm_90 and writes its CUBIN, for `nvdisasm` instruction counts (bench/gpu_lab/sass.sh).
 //!
 //! `cargo run --release -p pwpa-cuda --example cubin -- OUT.cubin [key=value ...]`
-//! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, wsub, repl, replt, crepl, anchors,
+//! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, grad, taillut, wsub, repl, replt, crepl, anchors,
 //! unroll, x (f32|f16|bf16), y. The defaults are the exp table's kernel (one piece of
 //! degree 3, exp2 tails on both sides, gathered tails, tickets per block).
 use pwpa::DType;
@@ -64,6 +64,8 @@ fn main() {
             "lxd" => s.tails.2 = n(),
             "rxd" => s.tails.3 = n(),
             "compact" => s.compact = n() != 0,
+            "grad" => s.grad = n() != 0,
+            "taillut" => s.taillut = n() != 0,
             "wsub" => s.wsub = n(),
             "repl" => s.repl = n(),
             "replt" => s.replt = n(),
