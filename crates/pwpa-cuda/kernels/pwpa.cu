@@ -295,43 +295,77 @@ struct Tab {
     const float* tlut;  // TAILLUT: staged exp2-tail results
 };
 
-// x is the input's value; h its f16 pattern (f16 inputs only).
-__device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x, u32 h, float& y,
-                                         float& dy) {
-    u32 i = piece_index(p, tb.cells, tb.bp, x);
-    float r = horner_rec<DEG, NQ, TW, HASA>(tb.rec, tb.rect, p.P, i, x, p.a0, p.ah);
-    bool left = x < p.lo;
-    bool right = x > p.hi;
 #if TAILLUT
-    // A 16-bit input in an exp2 tail: its result, computed on the host exactly as the
-    // CPU does, from shared memory, at the index of its 16-bit pattern h. (Saturated
-    // results far out are one entry: the index is clamped there.)
+// The 16-bit pattern of an input x in an exp2 tail; h is the f16 pattern (f16 inputs).
+__device__ __forceinline__ u32 tail_pattern(float x, u32 h) {
 #if IN_T == 2
-    h = __float_as_uint(x) >> 16;  // bf16: the pattern is the value's high half
+    return __float_as_uint(x) >> 16;  // bf16: the pattern is the value's high half
 #elif GRADMUL && OUT_T == 0
     // f16 input with f32 gradients: the pattern passed along took the 65th register (a
     // spill with NVRTC 13.2), so it is recomputed from the value (x is never NaN here).
-    {
-        u16 hx;
-        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(hx) : "f"(x));
-        h = hx;
-    }
+    u16 hx;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(hx) : "f"(x));
+    return hx;
+#else
+    return h;
 #endif
+}
+#endif
+
+// x is the input's value; h its f16 pattern (f16 inputs only).
+__device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x, u32 h, float& y,
+                                         float& dy) {
+#if TAILLUT
+    static_assert(!FUSED && (LT == 3 || RT == 3), "TAILLUT: an exp2 tail, not fused");
+    // A 16-bit input in an exp2 tail: its result, computed on the host exactly as the
+    // CPU does, from shared memory, at the index of its 16-bit pattern. (Saturated
+    // results far out are one entry: the index is clamped there.)
+#if LT == 3 && RT == 3
+    // Both tails exp2 (exp, exp2: on activations nearly every element is in one): the core
+    // only where a lane needs it, so that a warp whose elements all take table results
+    // skips it. Measured on an H100 (2026-11-22, session 8, backward pass, bf16/f16, 2^28):
+    // exp 0.60-0.63 -> 0.56-0.58 ms; but where tails are rarer the branch costs more than
+    // it saves (gelu ±0.01, sigmoid 0.55-0.57 -> 0.58-0.64, softplus 0.55-0.58 -> 0.59-0.61),
+    // so one tail of another kind keeps the branch-free form below.
+    const bool left = x < p.lo;
+    const bool right = x > p.hi;
+    float r;
+    if (left || right) {
+        const int k = ord16_of(tail_pattern(x, h));
+        r = tb.tlut[left ? (u32)max(k - p.tk_lo, 0)
+                         : p.tl_n + min((u32)(k - p.tk_hi), p.tl_total - p.tl_n - 1u)];
+    } else {
+        const u32 i = piece_index(p, tb.cells, tb.bp, x);
+        r = horner_rec<DEG, NQ, TW, HASA>(tb.rec, tb.rect, p.P, i, x, p.a0, p.ah);
+    }
+#else
+    const u32 i = piece_index(p, tb.cells, tb.bp, x);
+    float r = horner_rec<DEG, NQ, TW, HASA>(tb.rec, tb.rect, p.P, i, x, p.a0, p.ah);
+    const bool left = x < p.lo;
+    const bool right = x > p.hi;
+    const int k = ord16_of(tail_pattern(x, h));
 #if LT == 3
-    if (left) r = tb.tlut[max(ord16_of(h) - p.tk_lo, 0)];
+    if (left) r = tb.tlut[max(k - p.tk_lo, 0)];
 #else
     if (left) r = apply_tail<LT, LXD>(p.lt, x, r);
 #endif
 #if RT == 3
-    if (right) r = tb.tlut[p.tl_n + min((u32)(ord16_of(h) - p.tk_hi), p.tl_total - p.tl_n - 1u)];
+    if (right) r = tb.tlut[p.tl_n + min((u32)(k - p.tk_hi), p.tl_total - p.tl_n - 1u)];
 #else
     if (right) r = apply_tail<RT, RXD>(p.rt, x, r);
 #endif
-#elif LT == 3 && RT == 3
+#endif
+#else
+    u32 i = piece_index(p, tb.cells, tb.bp, x);
+    float r = horner_rec<DEG, NQ, TW, HASA>(tb.rec, tb.rect, p.P, i, x, p.a0, p.ah);
+    bool left = x < p.lo;
+    bool right = x > p.hi;
+#if LT == 3 && RT == 3
     if (left || right) r = exp2_both_tails(p, x);
 #else
     if (left) r = apply_tail<LT, LXD>(p.lt, x, r);
     if (right) r = apply_tail<RT, RXD>(p.rt, x, r);
+#endif
 #endif
     if (x != x) r = x;  // NaN in, NaN out (also for degree 0, where Horner never touches x)
     y = r;
