@@ -282,6 +282,12 @@ __device__ __forceinline__ float exp2_both_tails(const Params& p, float x) {
 __device__ __forceinline__ int ord16_of(u32 h) {
     return (h & 0x8000u) ? -(int)(h & 0x7FFFu) : (int)h;
 }
+// Index in the staged table of a left-tail (right-tail) input of ordinal k: clamped at the
+// far end, where a run of saturated results is one entry.
+__device__ __forceinline__ u32 tlut_left(const Params& p, int k) { return (u32)max(k - p.tk_lo, 0); }
+__device__ __forceinline__ u32 tlut_right(const Params& p, int k) {
+    return p.tl_n + min((u32)(k - p.tk_hi), p.tl_total - p.tl_n - 1u);
+}
 #endif
 
 struct Tab {
@@ -332,8 +338,7 @@ __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x
     float r;
     if (left || right) {
         const int k = ord16_of(tail_pattern(x, h));
-        r = tb.tlut[left ? (u32)max(k - p.tk_lo, 0)
-                         : p.tl_n + min((u32)(k - p.tk_hi), p.tl_total - p.tl_n - 1u)];
+        r = tb.tlut[left ? tlut_left(p, k) : tlut_right(p, k)];
     } else {
         const u32 i = piece_index(p, tb.cells, tb.bp, x);
         r = horner_rec<DEG, NQ, TW, HASA>(tb.rec, tb.rect, p.P, i, x, p.a0, p.ah);
@@ -345,12 +350,12 @@ __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x
     const bool right = x > p.hi;
     const int k = ord16_of(tail_pattern(x, h));
 #if LT == 3
-    if (left) r = tb.tlut[max(k - p.tk_lo, 0)];
+    if (left) r = tb.tlut[tlut_left(p, k)];
 #else
     if (left) r = apply_tail<LT, LXD>(p.lt, x, r);
 #endif
 #if RT == 3
-    if (right) r = tb.tlut[p.tl_n + min((u32)(k - p.tk_hi), p.tl_total - p.tl_n - 1u)];
+    if (right) r = tb.tlut[tlut_right(p, k)];
 #else
     if (right) r = apply_tail<RT, RXD>(p.rt, x, r);
 #endif
@@ -812,14 +817,7 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                         r = eval_core(p, tb, chunk_get(in[u], k2));  // no exp2-tail element
                         d = 0.0f;
 #else
-#if IN_T == 1
-                        {
-                            const u32 hr = chunk_raw(in[u], k2);
-                            eval_one(p, tb, h2f((u16)hr), hr, r, d);
-                        }
-#else
-                        eval_one(p, tb, chunk_get(in[u], k2), 0u, r, d);
-#endif
+                        eval_one(p, tb, chunk_get(in[u], k2), chunk_raw(in[u], k2), r, d);
 #endif
 #if GRADMUL
                         r = __fmul_rn(gchunk_get(gin[u], k2), r);
