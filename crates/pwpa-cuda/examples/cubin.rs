@@ -2,7 +2,7 @@
 //! sm_90 and writes its CUBIN, for `nvdisasm` instruction counts (bench/gpu_lab/sass.sh).
 //!
 //! `cargo run --release -p pwpa-cuda --example cubin -- OUT.cubin [key=value ...]`
-//! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, grad, taillut, wsub, repl, replt, crepl, anchors,
+//! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, grad, taillut, full_lut, wsub, repl, replt, crepl, anchors,
 //! unroll, x (f32|f16|bf16), y. The defaults are the exp table's kernel (one piece of
 //! degree 3, exp2 tails on both sides, gathered tails, tickets per block).
 use pwpa::DType;
@@ -43,6 +43,7 @@ fn main() {
         grad: false,
         compact: true,
         taillut: false,
+        full_lut: false,
         wsub: 0,
     };
     for a in args {
@@ -66,6 +67,7 @@ fn main() {
             "compact" => s.compact = n() != 0,
             "grad" => s.grad = n() != 0,
             "taillut" => s.taillut = n() != 0,
+            "full_lut" => s.full_lut = n() != 0,
             "wsub" => s.wsub = n(),
             "repl" => s.repl = n(),
             "replt" => s.replt = n(),

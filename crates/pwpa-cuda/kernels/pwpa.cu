@@ -27,6 +27,10 @@
 //   TAILLUT          1: 16-bit input; the results of every input in an exp2 tail are staged
 //                    in shared memory and looked up by the input's 16-bit ordinal (a run of
 //                    equal results at a tail's far end is one entry; the index is clamped)
+//   FULLLUT          1: 16-bit input; the result of every non-NaN input is staged in shared
+//                    memory and looked up by the input's ordinal (-0 before +0; a run of equal
+//                    results at either end is one entry, the index clamped): no piece index,
+//                    no Horner, no tails (not FUSED, not with TAILLUT)
 //   GRADMUL          1: backward pass, y = g * table(x) with g read from the `dy` argument
 //                    (an OUT_T array): the product rounded in f32, then to OUT_T
 //
@@ -58,12 +62,16 @@ struct Params {
     float a0, ah;        // HASA 0: anchor of piece i = fma(i, ah, a0)
     float a02, ah2;      // the same for the derivative (HASA2 0)
     TailP lt, rt, lt2, rt2;
-    const float* tlut;   // TAILLUT: left-tail results then right-tail results
-    int tk_lo;           // ordinal of the first left-tail input
+    const float* tlut;   // TAILLUT: left-tail results then right-tail results (FULLLUT: all)
+    int tk_lo;           // ordinal of the first left-tail input (FULLLUT: of the first entry)
     int tk_hi;           // ordinal of the first right-tail input
     u32 tl_n;            // left-tail entries
     u32 tl_total;        // all entries
 };
+
+#ifndef FULLLUT
+#define FULLLUT 0
+#endif
 
 // ---------------------------------------------------------------- element types
 __device__ __forceinline__ float h2f(u16 h) {
@@ -301,14 +309,23 @@ struct Tab {
     const float* tlut;  // TAILLUT: staged exp2-tail results
 };
 
-#if TAILLUT
-// The 16-bit pattern of an input x in an exp2 tail; h is the f16 pattern (f16 inputs).
+#if FULLLUT
+// Ordinal of the 16-bit input pattern h for the full result table: monotone in its value,
+// -0 (ordinal -1) just before +0 (the host's ord16_full).
+__device__ __forceinline__ int ordf16_of(u32 h) {
+    return (h & 0x8000u) ? ~(int)(h & 0x7FFFu) : (int)h;
+}
+#endif
+
+#if TAILLUT || FULLLUT
+// The 16-bit pattern of an input x in an exp2 tail (FULLLUT: of any input but NaN); h is the f16 pattern (f16 inputs).
 __device__ __forceinline__ u32 tail_pattern(float x, u32 h) {
 #if IN_T == 2
     return __float_as_uint(x) >> 16;  // bf16: the pattern is the value's high half
 #elif GRADMUL && OUT_T == 0
     // f16 input with f32 gradients: the pattern passed along took the 65th register (a
-    // spill with NVRTC 13.2), so it is recomputed from the value (x is never NaN here).
+    // spill with NVRTC 13.2), so it is recomputed from the value (x is never NaN here;
+    // FULLLUT overrides a NaN's result after the lookup).
     u16 hx;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(hx) : "f"(x));
     return hx;
@@ -321,7 +338,14 @@ __device__ __forceinline__ u32 tail_pattern(float x, u32 h) {
 // x is the input's value; h its f16 pattern (f16 inputs only).
 __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x, u32 h, float& y,
                                          float& dy) {
-#if TAILLUT
+#if FULLLUT
+    static_assert(!FUSED && !TAILLUT, "FULLLUT: not fused, not with TAILLUT");
+    // Every input's result, computed on the host exactly as the CPU does, from shared
+    // memory at the index of its ordinal (clamped at both ends, where a saturated run of
+    // results is one entry). A NaN's index is clamped too, and its result replaced below.
+    const int k = ordf16_of(tail_pattern(x, h));
+    float r = tb.tlut[min((u32)max(k - p.tk_lo, 0), p.tl_total - 1u)];
+#elif TAILLUT
     static_assert(!FUSED && (LT == 3 || RT == 3), "TAILLUT: an exp2 tail, not fused");
     // A 16-bit input in an exp2 tail: its result, computed on the host exactly as the
     // CPU does, from shared memory, at the index of its 16-bit pattern. (Saturated
@@ -537,7 +561,7 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 #else
     tb.cbuf = nullptr;
 #endif
-#if TAILLUT
+#if TAILLUT || FULLLUT
     {
         float* tl = reinterpret_cast<float*>(cur);
         for (u32 k = threadIdx.x; k < p.tl_total; k += blockDim.x) tl[k] = p.tlut[k];

@@ -220,9 +220,67 @@ fn tail_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
     })
 }
 
+/// Ordinal of a 16-bit float pattern for the full result table: monotone in its value
+/// for non-NaN patterns, with −0 (ordinal −1) before +0 (ordinal 0), since a table's
+/// results at ±0 may differ; the kernel's `ordf16_of`.
+fn ord16_full(h: u16) -> i32 {
+    if h & 0x8000 != 0 {
+        !((h & 0x7FFF) as i32)
+    } else {
+        h as i32
+    }
+}
+
+/// The table's result (f32) for every non-NaN input of a 16-bit `dtype`, from −Inf to
+/// +Inf in the order of [`ord16_full`], so that the kernel looks every element up
+/// (FULLLUT). The runs of equal results at both ends (a saturated tail: 0, ±1, ±Inf, a
+/// constant) are one entry each, where the kernel clamps the index: `k_lo` is the
+/// ordinal of the first entry. None for f32.
+fn full_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
+    let (inf, to_f32): (u16, fn(u16) -> f32) = match dtype {
+        DType::F16 => (0x7C00, |h| f16::from_bits(h).to_f32()),
+        DType::BF16 => (0x7F80, |h| bf16::from_bits(h).to_f32()),
+        DType::F32 => return None,
+    };
+    let k_min = ord16_full(0x8000 | inf);
+    let pattern = |k: i32| -> u16 {
+        if k < 0 {
+            0x8000 | (!k) as u16
+        } else {
+            k as u16
+        }
+    };
+    let mut vals: Vec<f32> = (k_min..=inf as i32)
+        .map(|k| table.eval_f32(to_f32(pattern(k))))
+        .collect();
+    let same = |a: f32, b: f32| a.to_bits() == b.to_bits();
+    let first = vals[0];
+    let lead = vals.iter().take_while(|&&v| same(v, first)).count();
+    let last = vals[vals.len() - 1];
+    let trail = vals.iter().rev().take_while(|&&v| same(v, last)).count();
+    let (lead, trail) = if lead == vals.len() {
+        (lead - 1, 0)
+    } else {
+        (lead - 1, trail - 1)
+    };
+    vals.truncate(vals.len() - trail);
+    vals.drain(..lead);
+    Some(TailLutHost {
+        vals,
+        k_lo: k_min + lead as i32,
+        k_hi: 0,
+        nleft: 0,
+    })
+}
+
 impl TailLutHost {
     /// The entry of the 16-bit input of ordinal `k` in the left (or right) tail, as the
     /// kernel finds it: the index clamped to the side's entries at its far end.
+    #[cfg(test)]
+    fn lookup_full(&self, k: i32) -> f32 {
+        self.vals[((k - self.k_lo).max(0) as usize).min(self.vals.len() - 1)]
+    }
+
     #[cfg(test)]
     fn lookup(&self, left: bool, k: i32) -> f32 {
         if left {
@@ -323,6 +381,10 @@ pub struct KernelSpec {
     /// 16-bit input with an exp2 tail: the results of every tail input staged in shared
     /// memory and looked up (no exp2 per element); not with `fused`.
     pub taillut: bool,
+    /// 16-bit input, not `fused`: the result of every non-NaN input staged in shared
+    /// memory and looked up by its ordinal (no piece index, Horner or tails); the records
+    /// are not staged. See [`CudaTable::spec`].
+    pub full_lut: bool,
     /// Tile tickets: 0 per block (a block barrier per tile: the block's warps load
     /// together), else per warp, a tile being `wsub` steps of 32 × `unroll` chunks (no
     /// barrier: one warp's loads overlap another's arithmetic). See [`CudaTable::spec`].
@@ -450,6 +512,12 @@ impl KernelSpec {
     /// Where the kernel finds its table, in words (as `pwpa bench` prints it): records and
     /// lookup cells in shared or global memory, their interleaved copies, the anchors.
     pub fn describe(&self) -> String {
+        if self.full_lut {
+            return format!(
+                "every 16-bit input's result in shared memory (f32), tiles per {}",
+                if self.wsub > 0 { "warp" } else { "block" }
+            );
+        }
         let mem = |smem: bool| {
             if smem {
                 "in shared memory"
@@ -524,8 +592,12 @@ impl KernelSpec {
             self.grid_ord as u32,
         );
         s.push_str(&format!(
-            "#define GRADMUL {}\n#define COMPACT {}\n#define TAILLUT {}\n#define WSUB {}\n",
-            self.grad as u32, self.compact as u32, self.taillut as u32, self.wsub
+            "#define GRADMUL {}\n#define COMPACT {}\n#define TAILLUT {}\n#define FULLLUT {}\n#define WSUB {}\n",
+            self.grad as u32,
+            self.compact as u32,
+            self.taillut as u32,
+            self.full_lut as u32,
+            self.wsub
         ));
         match self.fused {
             Some((d2, lt2, rt2, lxd2, rxd2)) => {
@@ -624,7 +696,11 @@ pub struct CudaTable {
     /// Exp2-tail results per 16-bit input type (f16, bf16), computed on first use, and
     /// their device copies.
     tail_host: [std::sync::OnceLock<Option<TailLutHost>>; 2],
-    tail_dev: Mutex<Vec<(DType, DeviceBuffer)>>,
+    /// Every input's result per 16-bit input type (f16, bf16), computed on first use
+    /// ([`full_lut_host`]).
+    full_host: [std::sync::OnceLock<Option<TailLutHost>>; 2],
+    /// Device copies of the exp2-tail (false) and full (true) result tables.
+    tail_dev: Mutex<Vec<((DType, bool), DeviceBuffer)>>,
     /// Kernels looked up so far, per specialisation (building and hashing a kernel's
     /// source on every call cost tens of microseconds of host time per launch).
     kernels: Mutex<HashMap<KernelKey, KernelFn>>,
@@ -909,6 +985,7 @@ impl CudaTable {
             kernel,
             luts: Mutex::new(Vec::new()),
             tail_host: Default::default(),
+            full_host: Default::default(),
             tail_dev: Mutex::new(Vec::new()),
             kernels: Mutex::new(HashMap::new()),
         })
@@ -1064,6 +1141,51 @@ impl CudaTable {
         } else {
             None
         };
+        // 16-bit inputs (not fused): every input's result from shared memory where the
+        // table of them fits, unless the kernel choice is Poly (PWPA_CUDA_FULLLUT=0 turns it
+        // off; PWPA_CUDA_FULLLUT_KB caps
+        // its size; tuning, read once). One shared-memory load per element instead of the
+        // piece index, Horner and tails: the 16-bit backward pass was issue-bound with
+        // them (bench/gpu_lab/NOTES.md, session 8).
+        static FULLLUT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        static FULL_KB: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+        let full_cap = env_value(&FULL_KB, "PWPA_CUDA_FULLLUT_KB", |_| true)
+            .map_or(smem_limit, |k| (k * 1024).min(smem_limit));
+        let full_bytes = (env_switch(&FULLLUT, "PWPA_CUDA_FULLLUT")
+            && self.kernel != KernelChoice::Poly
+            && deriv.is_none()
+            && x_dtype.size() == 2)
+            .then(|| self.full_lut(x_dtype))
+            .flatten()
+            .map(|h| h.vals.len().div_ceil(4) * 16)
+            .filter(|&b| b <= full_cap);
+        if let Some(bytes) = full_bytes {
+            let spec = KernelSpec {
+                x_dtype,
+                y_dtype,
+                degree: self.table.degree() as u32,
+                arbitrary: self.bp.is_some(),
+                tails: self.tails,
+                fused: None,
+                smem_rec: false,
+                anchors: self.affine.is_none(),
+                anchors2: true,
+                smem_idx: false,
+                unroll: self.opts.unroll,
+                block,
+                repl: 1,
+                replt: 1,
+                one_step: self.one_step,
+                grid_ord: self.grid_shift.is_some(),
+                crepl: 1,
+                grad,
+                compact: false,
+                taillut: false,
+                full_lut: true,
+                wsub: wsub_override().unwrap_or(0),
+            };
+            return (spec, bytes);
+        }
         let taillut = tl_bytes.is_some_and(|b| rec1 + idx + b <= smem_limit);
         let tl_bytes = if taillut { tl_bytes.unwrap_or(0) } else { 0 };
         let max = smem_limit - if compact { cbuf } else { 0 } - tl_bytes;
@@ -1198,6 +1320,7 @@ impl CudaTable {
                 grad,
                 compact,
                 taillut,
+                full_lut: false,
                 wsub,
             },
             smem,
@@ -1216,20 +1339,38 @@ impl CudaTable {
             .as_ref()
     }
 
-    /// Device address of [`CudaTable::tail_lut`], uploaded on first use.
-    fn tail_lut_ptr(&self, dtype: DType) -> Result<Option<(u64, &TailLutHost)>> {
-        let Some(host) = self.tail_lut(dtype) else {
+    /// Every input's result for 16-bit inputs of `dtype` (computed on first use).
+    fn full_lut(&self, dtype: DType) -> Option<&TailLutHost> {
+        let slot = match dtype {
+            DType::F16 => 0,
+            DType::BF16 => 1,
+            DType::F32 => return None,
+        };
+        self.full_host[slot]
+            .get_or_init(|| full_lut_host(&self.table, dtype))
+            .as_ref()
+    }
+
+    /// Device address of [`CudaTable::tail_lut`] (or, with `full`,
+    /// [`CudaTable::full_lut`]), uploaded on first use.
+    fn tail_lut_ptr(&self, dtype: DType, full: bool) -> Result<Option<(u64, &TailLutHost)>> {
+        let host = if full {
+            self.full_lut(dtype)
+        } else {
+            self.tail_lut(dtype)
+        };
+        let Some(host) = host else {
             return Ok(None);
         };
         let mut dev = self.tail_dev.lock().map_err(crate::poisoned)?;
-        if let Some((_, b)) = dev.iter().find(|(d, _)| *d == dtype) {
+        if let Some((_, b)) = dev.iter().find(|(k, _)| *k == (dtype, full)) {
             return Ok(Some((b.ptr(), host)));
         }
         let buf = DeviceBuffer::from_slice(&self.backend, &host.vals)?;
         // As for the result tables: the kernel may run on any stream.
         sync(&self.backend)?;
         let p = buf.ptr();
-        dev.push((dtype, buf));
+        dev.push(((dtype, full), buf));
         Ok(Some((p, host)))
     }
 
@@ -1505,8 +1646,8 @@ impl CudaTable {
         let (tile, takers) = spec.tiles();
         let (grid, mut pctr) =
             self.grid_and_tickets(f, spec.block, smem, tile, takers, nchunks, nscalar, stream)?;
-        let tl = if spec.taillut {
-            self.tail_lut_ptr(x_dtype)?
+        let tl = if spec.taillut || spec.full_lut {
+            self.tail_lut_ptr(x_dtype, spec.full_lut)?
         } else {
             None
         };
@@ -1711,7 +1852,9 @@ fn sync(b: &CudaBackend) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{ord16, plane_bytes, plane_records, planes, tail_lut_host};
+    use super::{
+        full_lut_host, ord16, ord16_full, plane_bytes, plane_records, planes, tail_lut_host,
+    };
     use pwpa::{bf16, f16, Breakpoints, DType, Table, Tail};
 
     /// The plane layout holds every row exactly where the kernel reads it: float q of
@@ -1856,6 +1999,97 @@ mod tests {
             )
             .unwrap(),
             DType::BF16
+        )
+        .is_none());
+    }
+
+    /// The full result tables for 16-bit inputs hold, for every non-NaN input (±0
+    /// apart, ±Inf included), exactly the CPU's result at the index the kernel computes,
+    /// with each saturated run at an end cut to one entry.
+    #[test]
+    fn full_tables_index_every_input() {
+        let b = Breakpoints::uniform(-2.0, 1.5, 4).unwrap();
+        let anchors = Table::midpoint_anchors(&b);
+        let tails = [
+            (
+                Tail::Exp2 {
+                    negative: false,
+                    anchor: -2.0,
+                    coeffs: vec![0.25, 1.5, -0.5],
+                },
+                Tail::Exp2 {
+                    negative: true,
+                    anchor: 1.5,
+                    coeffs: vec![-1.0, 0.5],
+                },
+            ),
+            (
+                Tail::Constant { value: -1.0 },
+                Tail::Constant { value: 1.0 },
+            ),
+            (
+                Tail::Linear {
+                    slope: 0.5,
+                    intercept: 0.0,
+                },
+                Tail::Extend,
+            ),
+            (Tail::Clamp, Tail::Clamp),
+        ];
+        for (left, right) in tails {
+            // Coefficients whose result at -0 differs from +0's (c0 = -0 at piece 2's
+            // anchor 0): t = x - 0 keeps the sign, and -0 + -0 = -0 but -0 + +0 = +0.
+            let b2 = Breakpoints::arbitrary(vec![-2.0, -1.0, -0.5, 0.5, 1.5]).unwrap();
+            for (bk, a) in [
+                (b.clone(), anchors.clone()),
+                (b2.clone(), Table::midpoint_anchors(&b2)),
+            ] {
+                let mut c = [0.5f32, 0.25].repeat(4);
+                c[4] = 1.0;
+                c[5] = -0.0;
+                let split_zero = bk == b2;
+                let t = Table::new(bk, 1, a, c, left.clone(), right.clone()).unwrap();
+                if split_zero {
+                    assert_ne!(t.eval_f32(-0.0).to_bits(), t.eval_f32(0.0).to_bits());
+                }
+                for dt in [DType::F16, DType::BF16] {
+                    let h = full_lut_host(&t, dt).expect("16-bit");
+                    for bits in 0..=u16::MAX {
+                        let x = if dt == DType::F16 {
+                            f16::from_bits(bits).to_f32()
+                        } else {
+                            bf16::from_bits(bits).to_f32()
+                        };
+                        if x.is_nan() {
+                            continue;
+                        }
+                        assert_eq!(
+                            h.lookup_full(ord16_full(bits)).to_bits(),
+                            t.eval_f32(x).to_bits(),
+                            "{dt} input {bits:#06x} ({left:?}, {right:?})"
+                        );
+                    }
+                    let n = h.vals.len();
+                    assert!(n >= 2 && h.vals[0] != h.vals[1] && h.vals[n - 1] != h.vals[n - 2]);
+                }
+            }
+        }
+        // ±0 are neighbours, monotone ordinals around them.
+        assert_eq!(
+            (ord16_full(0x8000), ord16_full(0), ord16_full(0x8001)),
+            (-1, 0, -2)
+        );
+        assert!(full_lut_host(
+            &Table::new(
+                b,
+                1,
+                anchors,
+                [0.5, 0.25].repeat(4),
+                Tail::Clamp,
+                Tail::Clamp
+            )
+            .unwrap(),
+            DType::F32
         )
         .is_none());
     }

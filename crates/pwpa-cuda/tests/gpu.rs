@@ -219,6 +219,24 @@ fn odd_sizes_unaligned_offsets_and_in_place() {
                 yb.download(0, &mut out).unwrap();
                 let xf: Vec<f32> = bx[xo..xo + n].iter().map(|v| v.to_f32()).collect();
                 assert_bits(&t, &xf, &out[yo..yo + n], "offset bf16->f32");
+                // f16 → f32 (its pattern from the input, not from the value)
+                let hx: Vec<f16> = xs[..n + 8].iter().map(|&v| f16::from_f32(v)).collect();
+                let hb = DeviceBuffer::from_slice(&b, &hx).unwrap();
+                unsafe {
+                    ct.eval_raw(
+                        hb.ptr() + 2 * xo as u64,
+                        yb.ptr() + 4 * yo as u64,
+                        n,
+                        DType::F16,
+                        DType::F32,
+                        0,
+                    )
+                    .unwrap()
+                };
+                b.synchronize().unwrap();
+                yb.download(0, &mut out).unwrap();
+                let hf: Vec<f32> = hx[xo..xo + n].iter().map(|v| v.to_f32()).collect();
+                assert_bits(&t, &hf, &out[yo..yo + n], "offset f16->f32");
                 // bf16 → bf16 and bf16 → f16 (the result-table kernel by default), with a
                 // guard pattern around the output.
                 for kernel in [KernelChoice::Auto, KernelChoice::Poly] {
@@ -380,25 +398,63 @@ fn backward_grad_mul_matches_cpu() {
     let Some(b) = backend() else { return };
     let mut r = Rng(77);
     let mut checked = 0;
+    let mut full = 0;
     for t in tables(8, 24) {
-        let ct = CudaTable::new(&b, &t).unwrap();
+        let mut ct = CudaTable::new(&b, &t).unwrap();
         // Odd length: scalar head and tail around the vector region.
         let xs = random_inputs(&mut r, &t, 30_001);
         let g32: Vec<f32> = random_grads(&mut r, xs.len());
         check_grad(&ct, &t, &xs, &g32, "f32 x, f32 grad");
         let gb: Vec<bf16> = random_grads(&mut r, xs.len());
         check_grad(&ct, &t, &xs, &gb, "f32 x, bf16 grad");
-        let bx: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
-        let gb: Vec<bf16> = random_grads(&mut r, bx.len());
-        check_grad(&ct, &t, &bx, &gb, "every bf16 x, bf16 grad");
-        let hx: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
-        let gh: Vec<f16> = random_grads(&mut r, hx.len());
-        check_grad(&ct, &t, &hx, &gh, "every f16 x, f16 grad");
-        let g32: Vec<f32> = random_grads(&mut r, hx.len());
-        check_grad(&ct, &t, &hx, &g32, "every f16 x, f32 grad");
+        // 16-bit inputs: every input's result from shared memory where it fits (auto), and
+        // the polynomial kernel (forced).
+        for kernel in [KernelChoice::Auto, KernelChoice::Poly] {
+            ct.set_kernel(kernel);
+            let k = kernel.name();
+            let uses_full = ct.spec(DType::BF16, DType::BF16, None, true).0.full_lut;
+            assert!(kernel == KernelChoice::Auto || !uses_full);
+            full += uses_full as usize;
+            let bx: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+            let gb: Vec<bf16> = random_grads(&mut r, bx.len());
+            check_grad(&ct, &t, &bx, &gb, &format!("{k}: every bf16 x, bf16 grad"));
+            let hx: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+            let gh: Vec<f16> = random_grads(&mut r, hx.len());
+            check_grad(&ct, &t, &hx, &gh, &format!("{k}: every f16 x, f16 grad"));
+            let g32: Vec<f32> = random_grads(&mut r, hx.len());
+            check_grad(&ct, &t, &hx, &g32, &format!("{k}: every f16 x, f32 grad"));
+            let g32: Vec<f32> = random_grads(&mut r, bx.len());
+            check_grad(&ct, &t, &bx, &g32, &format!("{k}: every bf16 x, f32 grad"));
+        }
         checked += 1;
     }
     assert!(checked >= 5);
+    assert!(full >= 2, "{full} of {checked} tables used the full table");
+    // Linear tails on both sides: every input has its own result, too many for shared
+    // memory, so the automatic choice is the polynomial kernel (with the derivative of
+    // such a table, a constant, the full table again).
+    let b2 = pwpa::Breakpoints::uniform(-3.0, 2.0, 16).unwrap();
+    let coeffs: Vec<f32> = (0..16 * 3).map(|k| 0.25 - 0.01 * k as f32).collect();
+    let lin = |slope: f32, intercept: f32| pwpa::Tail::Linear { slope, intercept };
+    let t = Table::new(
+        b2.clone(),
+        2,
+        Table::midpoint_anchors(&b2),
+        coeffs,
+        lin(0.5, -1.25),
+        lin(-2.0, 3.5),
+    )
+    .unwrap();
+    let ct = CudaTable::new(&b, &t).unwrap();
+    for dt in [DType::BF16, DType::F16] {
+        assert!(!ct.spec(dt, dt, None, true).0.full_lut, "{dt}");
+    }
+    let bx: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+    let gb: Vec<bf16> = random_grads(&mut r, bx.len());
+    check_grad(&ct, &t, &bx, &gb, "linear tails: every bf16 x, bf16 grad");
+    let hx: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+    let g32: Vec<f32> = random_grads(&mut r, hx.len());
+    check_grad(&ct, &t, &hx, &g32, "linear tails: every f16 x, f32 grad");
 
     // In place over the gradient, at an unaligned offset, and a length mismatch.
     let t = &tables(9, 4)[3];

@@ -50,6 +50,7 @@ fn large_block_spec(xd: DType, yd: DType) -> KernelSpec {
         grad: false,
         compact: false,
         taillut: false,
+        full_lut: false,
         wsub: 0,
     }
 }
@@ -120,6 +121,7 @@ fn every_specialisation_compiles_for_sm90() {
                                 taillut: fused.is_none()
                                     && xd != DType::F32
                                     && (tails.0 == 3 || tails.1 == 3),
+                                full_lut: false,
                                 // Tile tickets per block and per warp.
                                 wsub: [0, 2][k % 2],
                             };
@@ -176,6 +178,31 @@ fn every_specialisation_compiles_for_sm90() {
             grad: true,
             compact: xd == DType::F32,
             taillut: xd != DType::F32,
+            wsub,
+            ..large_block_spec(xd, yd)
+        });
+        n += 1;
+    }
+    // Every 16-bit input's result from shared memory (FULLLUT), as the host launches it
+    // (no records or cells staged): the forward pass to f32 and the backward pass with
+    // gradients of every width, tile tickets per block and per warp.
+    for (xd, yd, grad, wsub) in [
+        (DType::BF16, DType::F32, false, 0u32),
+        (DType::F16, DType::F32, false, 2),
+        (DType::BF16, DType::BF16, true, 0),
+        (DType::F16, DType::F16, true, 2),
+        (DType::F16, DType::F32, true, 0),
+        (DType::BF16, DType::F32, true, 0),
+    ] {
+        compiles_without_spills(&KernelSpec {
+            unroll: if grad && yd == DType::F32 { 2 } else { 4 },
+            smem_rec: false,
+            smem_idx: false,
+            repl: 1,
+            replt: 1,
+            crepl: 1,
+            grad,
+            full_lut: true,
             wsub,
             ..large_block_spec(xd, yd)
         });
