@@ -1141,18 +1141,25 @@ impl CudaTable {
         } else {
             None
         };
-        // 16-bit inputs (not fused): every input's result from shared memory where the
-        // table of them fits, unless the kernel choice is Poly (PWPA_CUDA_FULLLUT=0 turns it
-        // off; PWPA_CUDA_FULLLUT_KB caps
-        // its size; tuning, read once). One shared-memory load per element instead of the
-        // piece index, Horner and tails: the 16-bit backward pass was issue-bound with
-        // them (bench/gpu_lab/NOTES.md, session 8).
+        // The backward pass of 16-bit inputs: every input's result (f'(x) in f32) from
+        // shared memory where the table of them fits, unless the kernel choice is Poly
+        // (PWPA_CUDA_FULLLUT=0 turns it off, PWPA_CUDA_FULLLUT_KB caps its size; tuning,
+        // read once). One shared-memory load per element instead of the piece index,
+        // Horner and tails, with two chunks in flight (launch_eval). Measured on an H100
+        // (2026-11-22, session 9, torch_bench --backward, 2^28, randn·4, bench/results/
+        // gpu-2026-11-22-h100-s9.md): log 0.63 -> 0.55 ms, the rest within noise with four
+        // chunks in flight, and 0.568 -> 0.557 ms on average over six functions in bf16 and
+        // f16 with two (eager 0.558). Tiles per block: per warp was slower (0.584 vs 0.566).
+        // Not the forward pass: 16-bit in, f32 out measured 0.79-0.82 of copy with it,
+        // against 0.80-0.87 without (the 16-bit-in-and-out forward pass has its own result
+        // table, lut.cu).
         static FULLLUT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         static FULL_KB: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
         let full_cap = env_value(&FULL_KB, "PWPA_CUDA_FULLLUT_KB", |_| true)
             .map_or(smem_limit, |k| (k * 1024).min(smem_limit));
         let full_bytes = (env_switch(&FULLLUT, "PWPA_CUDA_FULLLUT")
             && self.kernel != KernelChoice::Poly
+            && grad
             && deriv.is_none()
             && x_dtype.size() == 2)
             .then(|| self.full_lut(x_dtype))
@@ -1620,8 +1627,11 @@ impl CudaTable {
         // Chunks in flight that fit in 64 registers per thread (1024 threads) without
         // spilling (nvrtc_compile checks each case): 16 input bytes with 32 gradient
         // bytes, or the compaction's state on top of the gradient chunks, allow two;
-        // compaction alone COMPACT_UNROLL (its buffer is sized for that many).
-        let cap = if grad && ((x16 && y_dtype == DType::F32) || spec.compact) {
+        // compaction alone COMPACT_UNROLL (its buffer is sized for that many). The backward
+        // pass through the full result table takes two as well: with its 130-180 KB of
+        // shared memory, four chunks of x and of the gradient in flight (128 KB per
+        // multiprocessor) no longer fit in the L1 cache that is left (measured, see spec).
+        let cap = if grad && ((x16 && y_dtype == DType::F32) || spec.compact || spec.full_lut) {
             2
         } else if spec.compact {
             COMPACT_UNROLL

@@ -183,19 +183,20 @@ fn every_specialisation_compiles_for_sm90() {
         });
         n += 1;
     }
-    // Every 16-bit input's result from shared memory (FULLLUT), as the host launches it
-    // (no records or cells staged): the forward pass to f32 and the backward pass with
-    // gradients of every width, tile tickets per block and per warp.
-    for (xd, yd, grad, wsub) in [
-        (DType::BF16, DType::F32, false, 0u32),
-        (DType::F16, DType::F32, false, 2),
-        (DType::BF16, DType::BF16, true, 0),
-        (DType::F16, DType::F16, true, 2),
-        (DType::F16, DType::F32, true, 0),
-        (DType::BF16, DType::F32, true, 0),
+    // The backward pass of 16-bit inputs through every input's result in shared memory
+    // (FULLLUT), as the host launches it (no records or cells staged, two chunks in
+    // flight), with gradients of every width and tile tickets per block and (tuning) per
+    // warp; and four chunks, which compile too.
+    for (xd, yd, unroll, wsub) in [
+        (DType::BF16, DType::BF16, 2u32, 0u32),
+        (DType::F16, DType::F16, 2, 2),
+        (DType::F16, DType::F32, 2, 0),
+        (DType::BF16, DType::F32, 2, 0),
+        (DType::BF16, DType::BF16, 4, 0),
     ] {
+        let grad = true;
         compiles_without_spills(&KernelSpec {
-            unroll: if grad && yd == DType::F32 { 2 } else { 4 },
+            unroll,
             smem_rec: false,
             smem_idx: false,
             repl: 1,
