@@ -1743,8 +1743,12 @@ impl CudaTable {
         stream: u64,
     ) -> Result<()> {
         let lut = self.lut_ptr(x_dtype, y_dtype)?;
-        // 1024 threads leave 64 registers per thread: 8 chunks in flight would spill.
-        let unroll = self.opts.unroll.clamp(1, 4);
+        // 1024 threads leave 64 registers per thread: 8 chunks in flight would spill; and
+        // beside the 128 KiB table two are faster than four (measured on an H100,
+        // 2026-11-22, session 9: torch_bench bf16/f16 forward, six functions, three
+        // interleaved rounds, 0.3694 -> 0.3674 ms on average; the CLI sweep's coarsening
+        // rows 0.983-0.987 -> 0.988-0.991 of copy). So at most two.
+        let unroll = self.opts.unroll.clamp(1, 2);
         let f = self.loaded_kernel(KernelKey::Lut(unroll))?;
         let head = (((16 - (x % 16)) % 16) / 2).min(n as u64);
         let (vbeg, nchunks) = if (y + 2 * head) % 16 == 0 {
