@@ -1628,7 +1628,7 @@ impl CudaTable {
         // spilling (nvrtc_compile checks each case): 16 input bytes with 32 gradient
         // bytes, or the compaction's state on top of the gradient chunks, allow two;
         // compaction alone COMPACT_UNROLL (its buffer is sized for that many). The backward
-        // pass through the full result table takes two as well: with its 130-180 KB of
+        // pass through the full result table takes two as well: with up to 210 KB of
         // shared memory, four chunks of x and of the gradient in flight (128 KB per
         // multiprocessor) no longer fit in the L1 cache that is left (measured, see spec).
         let cap = if grad && ((x16 && y_dtype == DType::F32) || spec.compact || spec.full_lut) {
