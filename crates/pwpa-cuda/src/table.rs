@@ -1149,7 +1149,8 @@ impl CudaTable {
         // (2026-11-22, session 9, torch_bench --backward, 2^28, randn·4, bench/results/
         // gpu-2026-11-22-h100-s9.md): log 0.63 -> 0.55 ms, the rest within noise with four
         // chunks in flight, and 0.568 -> 0.557 ms on average over six functions in bf16 and
-        // f16 with two (eager 0.558). Tiles per block: per warp was slower (0.584 vs 0.566).
+        // f16 with two (eager 0.558). Tiles per block: per warp was not faster (0.578 vs
+        // 0.572 ms on average).
         // Not the forward pass: 16-bit in, f32 out measured 0.79-0.82 of copy with it,
         // against 0.80-0.87 without (the 16-bit-in-and-out forward pass has its own result
         // table, lut.cu).
