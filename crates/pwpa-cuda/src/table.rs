@@ -154,13 +154,18 @@ fn ord16(h: u16) -> i32 {
     }
 }
 
-/// The [`TailLutHost`] of `table` for 16-bit inputs of `dtype` (None: f32, or no exp2 tail).
-fn tail_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
-    let to_f32 = |h: u16| match dtype {
+/// The value of the 16-bit pattern `h` of `dtype` (f16 or bf16; NaN for f32).
+fn value16(dtype: DType, h: u16) -> f32 {
+    match dtype {
         DType::F16 => f16::from_bits(h).to_f32(),
         DType::BF16 => bf16::from_bits(h).to_f32(),
         DType::F32 => f32::NAN,
-    };
+    }
+}
+
+/// The [`TailLutHost`] of `table` for 16-bit inputs of `dtype` (None: f32, or no exp2 tail).
+fn tail_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
+    let to_f32 = |h: u16| value16(dtype, h);
     if dtype == DType::F32 {
         return None;
     }
@@ -237,9 +242,9 @@ fn ord16_full(h: u16) -> i32 {
 /// constant) are one entry each, where the kernel clamps the index: `k_lo` is the
 /// ordinal of the first entry. None for f32.
 fn full_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
-    let (inf, to_f32): (u16, fn(u16) -> f32) = match dtype {
-        DType::F16 => (0x7C00, |h| f16::from_bits(h).to_f32()),
-        DType::BF16 => (0x7F80, |h| bf16::from_bits(h).to_f32()),
+    let inf: u16 = match dtype {
+        DType::F16 => 0x7C00,
+        DType::BF16 => 0x7F80,
         DType::F32 => return None,
     };
     let k_min = ord16_full(0x8000 | inf);
@@ -251,7 +256,7 @@ fn full_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
         }
     };
     let mut vals: Vec<f32> = (k_min..=inf as i32)
-        .map(|k| table.eval_f32(to_f32(pattern(k))))
+        .map(|k| table.eval_f32(value16(dtype, pattern(k))))
         .collect();
     let same = |a: f32, b: f32| a.to_bits() == b.to_bits();
     let first = vals[0];
@@ -1167,30 +1172,36 @@ impl CudaTable {
             .flatten()
             .map(|h| h.vals.len().div_ceil(4) * 16)
             .filter(|&b| b <= full_cap);
+        // What every specialisation of this table takes from it; nothing staged.
+        let base = KernelSpec {
+            x_dtype,
+            y_dtype,
+            degree: self.table.degree() as u32,
+            arbitrary: self.bp.is_some(),
+            tails: self.tails,
+            fused: None,
+            smem_rec: false,
+            anchors: self.affine.is_none(),
+            anchors2: true,
+            smem_idx: false,
+            unroll: self.opts.unroll,
+            block,
+            repl: 1,
+            replt: 1,
+            one_step: self.one_step,
+            grid_ord: self.grid_shift.is_some(),
+            crepl: 1,
+            grad,
+            compact: false,
+            taillut: false,
+            full_lut: false,
+            wsub: 0,
+        };
         if let Some(bytes) = full_bytes {
             let spec = KernelSpec {
-                x_dtype,
-                y_dtype,
-                degree: self.table.degree() as u32,
-                arbitrary: self.bp.is_some(),
-                tails: self.tails,
-                fused: None,
-                smem_rec: false,
-                anchors: self.affine.is_none(),
-                anchors2: true,
-                smem_idx: false,
-                unroll: self.opts.unroll,
-                block,
-                repl: 1,
-                replt: 1,
-                one_step: self.one_step,
-                grid_ord: self.grid_shift.is_some(),
-                crepl: 1,
-                grad,
-                compact: false,
-                taillut: false,
                 full_lut: true,
                 wsub: wsub_override().unwrap_or(0),
+                ..base
             };
             return (spec, bytes);
         }
@@ -1308,28 +1319,17 @@ impl CudaTable {
         });
         (
             KernelSpec {
-                x_dtype,
-                y_dtype,
-                degree: self.table.degree() as u32,
-                arbitrary: self.bp.is_some(),
-                tails: self.tails,
                 fused,
                 smem_rec,
-                anchors: self.affine.is_none(),
                 anchors2: deriv.map(|d| d.affine.is_none()).unwrap_or(true),
                 smem_idx,
-                unroll: self.opts.unroll,
-                block,
                 repl: if smem_rec { repl } else { 1 },
                 replt: if smem_rec { replt } else { 1 },
-                one_step: self.one_step,
-                grid_ord: self.grid_shift.is_some(),
                 crepl,
-                grad,
                 compact,
                 taillut,
-                full_lut: false,
                 wsub,
+                ..base
             },
             smem,
         )
@@ -1869,8 +1869,25 @@ fn sync(b: &CudaBackend) -> Result<()> {
 mod tests {
     use super::{
         full_lut_host, ord16, ord16_full, plane_bytes, plane_records, planes, tail_lut_host,
+        value16,
     };
-    use pwpa::{bf16, f16, Breakpoints, DType, Table, Tail};
+    use pwpa::{Breakpoints, DType, Table, Tail};
+
+    /// Exp2 tails on both sides (a negated one on the right) for the 16-bit table tests.
+    fn exp2_tails() -> (Tail, Tail) {
+        (
+            Tail::Exp2 {
+                negative: false,
+                anchor: -2.0,
+                coeffs: vec![0.25, 1.5, -0.5],
+            },
+            Tail::Exp2 {
+                negative: true,
+                anchor: 1.5,
+                coeffs: vec![-1.0, 0.5],
+            },
+        )
+    }
 
     /// The plane layout holds every row exactly where the kernel reads it: float q of
     /// piece i's row at float4 plane q / 4, entry i, lane q % 4; the rest in the tail plane.
@@ -1936,18 +1953,7 @@ mod tests {
         let b = Breakpoints::uniform(-2.0, 1.5, 4).unwrap();
         let anchors = Table::midpoint_anchors(&b);
         for (left, right) in [
-            (
-                Tail::Exp2 {
-                    negative: false,
-                    anchor: -2.0,
-                    coeffs: vec![0.25, 1.5, -0.5],
-                },
-                Tail::Exp2 {
-                    negative: true,
-                    anchor: 1.5,
-                    coeffs: vec![-1.0, 0.5],
-                },
-            ),
+            exp2_tails(),
             (
                 Tail::Constant { value: 0.0 },
                 Tail::Exp2 {
@@ -1970,11 +1976,7 @@ mod tests {
                 let h = tail_lut_host(&t, dt).expect("an exp2 tail");
                 let mut seen = 0;
                 for bits in 0..=u16::MAX {
-                    let x = if dt == DType::F16 {
-                        f16::from_bits(bits).to_f32()
-                    } else {
-                        bf16::from_bits(bits).to_f32()
-                    };
+                    let x = value16(dt, bits);
                     let k = ord16(bits);
                     let got = if x < -2.0 && matches!(left, Tail::Exp2 { .. }) {
                         h.lookup(true, k)
@@ -2026,18 +2028,7 @@ mod tests {
         let b = Breakpoints::uniform(-2.0, 1.5, 4).unwrap();
         let anchors = Table::midpoint_anchors(&b);
         let tails = [
-            (
-                Tail::Exp2 {
-                    negative: false,
-                    anchor: -2.0,
-                    coeffs: vec![0.25, 1.5, -0.5],
-                },
-                Tail::Exp2 {
-                    negative: true,
-                    anchor: 1.5,
-                    coeffs: vec![-1.0, 0.5],
-                },
-            ),
+            exp2_tails(),
             (
                 Tail::Constant { value: -1.0 },
                 Tail::Constant { value: 1.0 },
@@ -2070,11 +2061,7 @@ mod tests {
                 for dt in [DType::F16, DType::BF16] {
                     let h = full_lut_host(&t, dt).expect("16-bit");
                     for bits in 0..=u16::MAX {
-                        let x = if dt == DType::F16 {
-                            f16::from_bits(bits).to_f32()
-                        } else {
-                            bf16::from_bits(bits).to_f32()
-                        };
+                        let x = value16(dt, bits);
                         if x.is_nan() {
                             continue;
                         }

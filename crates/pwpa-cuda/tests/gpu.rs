@@ -166,6 +166,36 @@ fn hundred_million_random_f32_match_cpu() {
     }
 }
 
+/// `n` 16-bit inputs (`xs`, uploaded as `xb`) from element `xo` to f32 outputs in `yb`
+/// from element `yo`, against the CPU; returns the inputs' values.
+fn check_16_to_f32<T: Element>(
+    ct: &CudaTable,
+    t: &Table,
+    xb: &DeviceBuffer,
+    xs: &[T],
+    yb: &DeviceBuffer,
+    (xo, yo, n): (usize, usize, usize),
+) -> Vec<f32> {
+    // SAFETY: xb holds xs (at least xo + n elements), yb at least yo + n f32.
+    unsafe {
+        ct.eval_raw(
+            xb.ptr() + 2 * xo as u64,
+            yb.ptr() + 4 * yo as u64,
+            n,
+            T::DTYPE,
+            DType::F32,
+            0,
+        )
+        .unwrap()
+    };
+    ct.backend().synchronize().unwrap();
+    let mut out = vec![0f32; yo + n];
+    yb.download(0, &mut out).unwrap();
+    let xf: Vec<f32> = xs[xo..xo + n].iter().map(|v| v.to_f32()).collect();
+    assert_bits(t, &xf, &out[yo..], &format!("offset {}->f32", T::DTYPE));
+    xf
+}
+
 #[test]
 fn odd_sizes_unaligned_offsets_and_in_place() {
     let Some(b) = backend() else { return };
@@ -202,41 +232,13 @@ fn odd_sizes_unaligned_offsets_and_in_place() {
                         assert_eq!(v.to_bits(), 0xABAB_ABAB, "write outside the output at {i}");
                     }
                 }
-                // bf16 → f32 (mixed sizes)
+                // bf16 → f32 (mixed sizes), and f16 → f32 (its pattern from the input, not
+                // from the value)
                 let xb = DeviceBuffer::from_slice(&b, &bx[..n + 8]).unwrap();
-                unsafe {
-                    ct.eval_raw(
-                        xb.ptr() + 2 * xo as u64,
-                        yb.ptr() + 4 * yo as u64,
-                        n,
-                        DType::BF16,
-                        DType::F32,
-                        0,
-                    )
-                    .unwrap()
-                };
-                b.synchronize().unwrap();
-                yb.download(0, &mut out).unwrap();
-                let xf: Vec<f32> = bx[xo..xo + n].iter().map(|v| v.to_f32()).collect();
-                assert_bits(&t, &xf, &out[yo..yo + n], "offset bf16->f32");
-                // f16 → f32 (its pattern from the input, not from the value)
+                let xf = check_16_to_f32(&ct, &t, &xb, &bx, &yb, (xo, yo, n));
                 let hx: Vec<f16> = xs[..n + 8].iter().map(|&v| f16::from_f32(v)).collect();
                 let hb = DeviceBuffer::from_slice(&b, &hx).unwrap();
-                unsafe {
-                    ct.eval_raw(
-                        hb.ptr() + 2 * xo as u64,
-                        yb.ptr() + 4 * yo as u64,
-                        n,
-                        DType::F16,
-                        DType::F32,
-                        0,
-                    )
-                    .unwrap()
-                };
-                b.synchronize().unwrap();
-                yb.download(0, &mut out).unwrap();
-                let hf: Vec<f32> = hx[xo..xo + n].iter().map(|v| v.to_f32()).collect();
-                assert_bits(&t, &hf, &out[yo..yo + n], "offset f16->f32");
+                check_16_to_f32(&ct, &t, &hb, &hx, &yb, (xo, yo, n));
                 // bf16 → bf16 and bf16 → f16 (the result-table kernel by default), with a
                 // guard pattern around the output.
                 for kernel in [KernelChoice::Auto, KernelChoice::Poly] {
