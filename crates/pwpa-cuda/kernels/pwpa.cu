@@ -69,10 +69,6 @@ struct Params {
     u32 tl_total;        // all entries
 };
 
-#ifndef FULLLUT
-#define FULLLUT 0
-#endif
-
 // ---------------------------------------------------------------- element types
 __device__ __forceinline__ float h2f(u16 h) {
     float f;
@@ -318,7 +314,8 @@ __device__ __forceinline__ int ordf16_of(u32 h) {
 #endif
 
 #if TAILLUT || FULLLUT
-// The 16-bit pattern of an input x in an exp2 tail (FULLLUT: of any input but NaN); h is the f16 pattern (f16 inputs).
+// The 16-bit pattern of an input x in an exp2 tail (FULLLUT: of any input but NaN); h is the
+// f16 pattern (f16 inputs).
 __device__ __forceinline__ u32 tail_pattern(float x, u32 h) {
 #if IN_T == 2
     return __float_as_uint(x) >> 16;  // bf16: the pattern is the value's high half
