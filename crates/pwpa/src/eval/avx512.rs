@@ -38,6 +38,31 @@ use super::avx2::{BF16, F16, F32};
 use super::prepared::{Prepared, TailK};
 use crate::table::EXP2_POLY_BITS;
 
+/// `for v in 0..K { body }`, unrolled in the source: each copy sees `v` as a constant,
+/// so the per-vector arrays of [`step`] and [`search`] stay in registers. (A plain loop
+/// over `v` whose body holds a tail's exp2 code is left rolled by the compiler, and the
+/// arrays it indexes then live on the stack: every value spilled and reloaded.)
+macro_rules! each {
+    ($k:expr, |$v:ident| $body:block) => {{
+        if 0 < $k {
+            let $v: usize = 0;
+            $body
+        }
+        if 1 < $k {
+            let $v: usize = 1;
+            $body
+        }
+        if 2 < $k {
+            let $v: usize = 2;
+            $body
+        }
+        if 3 < $k {
+            let $v: usize = 3;
+            $body
+        }
+    }};
+}
+
 /// Whether this CPU runs the kernels.
 pub(crate) fn available() -> bool {
     is_x86_feature_detected!("avx512f")
@@ -353,17 +378,17 @@ unsafe fn search<const W: usize, const K: usize>(
         let half = W / 2;
         let b0 = _mm512_set1_ps(*levels);
         let mut idx = [_mm512_setzero_si512(); K];
-        for v in 0..K {
+        each!(K, |v| {
             let m = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(b0, xs[v]);
             idx[v] = _mm512_maskz_mov_epi32(m, _mm512_set1_epi32(half as i32));
-        }
+        });
         let mut off = 16;
         let mut step = half / 2;
         while step >= 1 {
             let n = W / (2 * step);
             let shift = _mm512_set1_epi32((2 * step).trailing_zeros() as i32);
             let t = levels.add(off);
-            for v in 0..K {
+            each!(K, |v| {
                 let q = _mm512_srlv_epi32(idx[v], shift);
                 let b = match n {
                     0..=16 => lookup::<16>(t, q, &[0; 3]),
@@ -373,7 +398,7 @@ unsafe fn search<const W: usize, const K: usize>(
                 };
                 let m = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(b, xs[v]);
                 idx[v] = _mm512_mask_add_epi32(idx[v], m, idx[v], _mm512_set1_epi32(step as i32));
-            }
+            });
             off += n.max(16);
             step /= 2;
         }
@@ -558,7 +583,7 @@ unsafe fn step<
         let zero = _mm512_setzero_ps();
         let (mut x, mut xs, mut xp) = ([zero; K], [zero; K], [zero; K]);
         let (mut lo_m, mut hi_m, mut nan_m) = ([0; K], [0; K], [0; K]);
-        for v in 0..K {
+        each!(K, |v| {
             // SAFETY: the lanes of m[v] at j + 16 v are readable.
             x[v] = load::<TI>(src, j + 16 * v, m[v]);
             lo_m[v] = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x[v], c.lo);
@@ -576,20 +601,20 @@ unsafe fn step<
             if c.right_clamp {
                 xp[v] = _mm512_mask_mov_ps(xp[v], hi_m[v], c.hi);
             }
-        }
+        });
         let mut idx = if UNIFORM {
             let mut idx = [_mm512_setzero_si512(); K];
-            for v in 0..K {
+            each!(K, |v| {
                 let u = _mm512_mul_ps(_mm512_sub_ps(xs[v], c.lo), c.inv);
                 idx[v] = _mm512_cvttps_epi32(_mm512_min_ps(u, c.pmax));
-            }
+            });
             idx
         } else if W == 0 {
             // Arbitrary breakpoints with P > 256: the lookup grid's cell in SIMD, the
             // piece within the cell per lane (one compare, or a short scan in cells that
             // hold several breakpoints).
             let mut idx = [_mm512_setzero_si512(); K];
-            for v in 0..K {
+            each!(K, |v| {
                 let u = _mm512_mul_ps(_mm512_sub_ps(xs[v], c.lo), c.ginv);
                 let cell = _mm512_cvttps_epi32(_mm512_min_ps(u, c.gmax));
                 // Through 16-element stack arrays.
@@ -602,29 +627,29 @@ unsafe fn step<
                     ia[l] = c.pr.index_in_cell(ca[l] as usize, xa[l]) as i32;
                 }
                 idx[v] = _mm512_loadu_si512(ia.as_ptr() as *const __m512i);
-            }
+            });
             idx
         } else {
             // The search tables are those of a W-entry list.
             search::<W, K>(c.search, &xs)
         };
-        for v in 0..K {
+        each!(K, |v| {
             // Right-tail lanes use the last piece (left-tail ones already index 0).
             idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
-        }
+        });
         let mut r = [zero; K];
         if ROWS {
-            for v in 0..K {
+            each!(K, |v| {
                 r[v] = rows_horner(c, idx[v], xp[v]);
-            }
+            });
         } else {
             // idx ∈ [0, P-1] and every column has W ≥ P entries.
             let mut bm = [[0; 3]; K];
             let mut t = [zero; K];
-            for v in 0..K {
+            each!(K, |v| {
                 bm[v] = block_masks::<W>(idx[v]);
-            }
-            for v in 0..K {
+            });
+            each!(K, |v| {
                 // The anchor: computed or looked up. The branch tests a loop invariant.
                 let a = if c.affine {
                     affine_anchor(c, idx[v])
@@ -633,21 +658,21 @@ unsafe fn step<
                 };
                 t[v] = _mm512_sub_ps(xp[v], a);
                 r[v] = lookup::<W>(c.cols.add(W), idx[v], &bm[v]);
-            }
+            });
             for k in 0..c.d {
-                for v in 0..K {
+                each!(K, |v| {
                     let ck = lookup::<W>(c.cols.add((k + 2) * W), idx[v], &bm[v]);
                     r[v] = _mm512_fmadd_ps(r[v], t[v], ck);
-                }
+                });
             }
         }
-        for v in 0..K {
+        each!(K, |v| {
             let mut rv = tails_blend(c, r[v], lo_m[v], hi_m[v], x[v]);
             // NaN lanes (a degree-0 piece would not propagate them).
             rv = _mm512_mask_mov_ps(rv, nan_m[v], x[v]);
             // The lanes of m[v] at j + 16 v are writable; all K vectors were read first.
             store::<TO>(dst, j + 16 * v, rv, m[v]);
-        }
+        });
     }
 }
 
