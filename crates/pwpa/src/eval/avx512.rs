@@ -19,9 +19,9 @@
 //! - the last `n % 16` elements use masked loads and stores.
 //!
 //! Arbitrary breakpoints with P > 256 use the lookup grid per lane (a scalar piece
-//! search per lane, SIMD tails). At W = 256 and D ≥ [`ROWS_FROM_DEGREE`] the
-//! coefficients come from the per-lane row loads even when the index came from
-//! registers.
+//! search per lane, SIMD tails). At W = 256 and D ≥ [`ROWS_FROM_DEGREE`] (uniform:
+//! [`UNIFORM_ROWS_FROM_DEGREE`]) the coefficients come from the per-lane row loads even
+//! when the index came from registers.
 //! The per-vector helpers are `#[inline(always)] unsafe fn`s without target features
 //! of their own (Rust refuses `inline(always)` together with `target_feature`); inlined
 //! into a kernel they take its features. With a plain `#[inline]` the compiler left
@@ -81,6 +81,12 @@ pub(crate) const MAX_REG: usize = 256;
 /// win from D = 5, permutes up to D = 4; below W = 256 permutes always win).
 const ROWS_FROM_DEGREE: usize = 5;
 
+/// The same for uniform breakpoints, whose rows need no search: rows from D = 2 at
+/// W = 256 (after the per-vector loops were unrolled, `bench/cpu_lab/ab.sh`, one thread,
+/// 2^14 elements: rows/permutes 0.82–0.87 at D = 3, 0.92–0.97 at D = 2 and 4, 1.06–1.12
+/// at D = 1; at W = 128 rows were 1.2–1.7× slower from D = 2).
+const UNIFORM_ROWS_FROM_DEGREE: usize = 2;
+
 /// The kernel of a table: (W, ROWS). W is the register width of its columns (16 …
 /// 256) — for arbitrary breakpoints also the width of the register binary search — or
 /// 0 (uniform: rows for P > 256; arbitrary: the lookup grid per lane, P > 256). ROWS:
@@ -88,6 +94,7 @@ const ROWS_FROM_DEGREE: usize = 5;
 fn plan(pr: &Prepared) -> (usize, bool) {
     match pr.w16 {
         0 => (0, true),
+        w if pr.uniform && w == MAX_REG && pr.d >= UNIFORM_ROWS_FROM_DEGREE => (w, true),
         w => (w, w == MAX_REG && pr.d >= ROWS_FROM_DEGREE),
     }
 }
