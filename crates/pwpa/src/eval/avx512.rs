@@ -269,6 +269,8 @@ struct Ctx<'a> {
     affine: bool,
     a0: __m512,
     ah: __m512,
+    /// Non-temporal stores of full f32 vectors (see [`NT_MIN`]).
+    nt: bool,
 }
 
 #[inline(always)]
@@ -288,7 +290,7 @@ unsafe fn load<const K: u8>(src: *const u8, j: usize, m: __mmask16) -> __m512 {
 }
 
 #[inline(always)]
-unsafe fn store<const K: u8>(dst: *mut u8, j: usize, r: __m512, m: __mmask16) {
+unsafe fn store<const K: u8>(dst: *mut u8, j: usize, r: __m512, m: __mmask16, nt: bool) {
     // SAFETY (whole block): the caller guarantees the elements of mask m at j are
     // writable (masked-off lanes are not accessed).
     unsafe {
@@ -296,6 +298,9 @@ unsafe fn store<const K: u8>(dst: *mut u8, j: usize, r: __m512, m: __mmask16) {
         let nan = _mm512_castsi512_ps(_mm512_set1_epi32(crate::element::F32_CANONICAL_NAN as i32));
         let r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(r, r), nan);
         match K {
+            // Non-temporal: a full vector at a 64-byte-aligned address (the kernel's
+            // aligned head makes every full vector aligned when `nt`).
+            F32 if nt && m == 0xFFFF => _mm512_stream_ps((dst as *mut f32).add(j), r),
             F32 => _mm512_mask_storeu_ps((dst as *mut f32).add(j), m, r),
             F16 => _mm256_mask_storeu_epi16(
                 (dst as *mut i16).add(j),
@@ -678,7 +683,7 @@ unsafe fn step<
             // NaN lanes (a degree-0 piece would not propagate them).
             rv = _mm512_mask_mov_ps(rv, nan_m[v], x[v]);
             // The lanes of m[v] at j + 16 v are writable; all K vectors were read first.
-            store::<TO>(dst, j + 16 * v, rv, m[v]);
+            store::<TO>(dst, j + 16 * v, rv, m[v], c.nt);
         });
     }
 }
@@ -724,7 +729,24 @@ unsafe fn kernel<
         affine: pr.anchor_affine.is_some(),
         a0: _mm512_set1_ps(pr.anchor_affine.map_or(0.0, |a| a.0)),
         ah: _mm512_set1_ps(pr.anchor_affine.map_or(0.0, |a| a.1)),
+        nt: false,
     };
+    // Large f32 outputs: the elements before the first 64-byte boundary of `dst` as one
+    // partial vector, then every full vector's store is aligned and non-temporal (no
+    // read for ownership of lines that are overwritten whole, and no eviction of the
+    // caller's cache for an output far larger than it).
+    let (mut src, mut dst, mut n, mut c) = (src, dst, n, c);
+    if TO == F32 && n >= NT_MIN && (dst as usize).is_multiple_of(4) {
+        let head = (((64 - dst as usize % 64) % 64) / 4).min(n);
+        if head > 0 {
+            // SAFETY: the first `head` < 16 elements are below n.
+            unsafe { step::<TI, TO, UNIFORM, W, ROWS, 1>(&c, src, dst, 0, [(1u16 << head) - 1]) };
+            let isz = if TI == F32 { 4 } else { 2 };
+            // SAFETY: head ≤ n elements of each buffer.
+            (src, dst, n) = unsafe { (src.add(head * isz), dst.add(head * 4), n - head) };
+        }
+        c.nt = true;
+    }
     // Groups of full vectors, then the rest one vector at a time (the last may be
     // partial). One call site per form, so that `step` is inlined. Groups of four for
     // arbitrary breakpoints searched in registers (the search is a chain of dependent
@@ -755,6 +777,11 @@ unsafe fn kernel<
         // SAFETY: the lanes of m at v * 16 are below n.
         unsafe { step::<TI, TO, UNIFORM, W, ROWS, 1>(&c, src, dst, v * 16, [m]) };
     }
+    if c.nt {
+        // Non-temporal stores are weakly ordered: fence them before the caller (or
+        // another thread, after rayon's join) reads the output.
+        _mm_sfence();
+    }
 }
 
 unsafe fn by_layout<const TI: u8, const TO: u8>(
@@ -783,6 +810,11 @@ unsafe fn by_layout<const TI: u8, const TO: u8>(
         }
     }
 }
+
+/// Calls of at least this many elements with f32 output store non-temporally (4 MiB
+/// of output: rayon's tasks for inputs of 2^24 elements and more; smaller outputs may
+/// still be in cache when the caller reads them).
+const NT_MIN: usize = 1 << 20;
 
 /// Runs the AVX-512 kernel for element kinds `ti` → `to`.
 ///
