@@ -2,7 +2,7 @@
 //! sm_90 and writes its CUBIN, for `nvdisasm` instruction counts (bench/gpu_lab/sass.sh).
 //!
 //! `cargo run --release -p pwpa-cuda --example cubin -- OUT.cubin [key=value ...]`
-//! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, grad, taillut, full_lut, wsub, repl, replt, crepl, anchors,
+//! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, grad, taillut, full_lut, wsub, repl, replt, swz, crepl, anchors,
 //! unroll, x (f32|f16|bf16), y. The defaults are the exp table's kernel (one piece of
 //! degree 3, exp2 tails on both sides, gathered tails, tickets per block).
 use pwpa::DType;
@@ -37,6 +37,7 @@ fn main() {
         block: 1024,
         repl: 8,
         replt: 16,
+        swz: false,
         one_step: true,
         grid_ord: false,
         crepl: 16,
@@ -71,6 +72,7 @@ fn main() {
             "wsub" => s.wsub = n(),
             "repl" => s.repl = n(),
             "replt" => s.replt = n(),
+            "swz" => s.swz = n() != 0,
             "crepl" => s.crepl = n(),
             "anchors" => s.anchors = n() != 0,
             "unroll" => s.unroll = n(),

@@ -18,6 +18,9 @@
 //   UNROLL           16-byte chunks each thread has in flight per iteration
 //   REPL             interleaved copies of the float4 planes in shared memory (1, 2, 4, 8)
 //   REPLT            interleaved copies of the tail plane in shared memory (1 to 32)
+//   SWZ              1: a record array of two float4 planes (NQ 2) is staged piece by piece,
+//                    the REPL copies of plane 0 then those of plane 1, and half of each
+//                    8-lane access phase reads the planes in the other order (see horner_rec)
 //   ONESTEP          1: the lookup grid has at most one breakpoint per cell (no scan)
 //   CREPL            interleaved copies of the lookup cells in shared memory (1..16)
 //   GRID_ORD         1: lookup cells over ordered float keys (log-spaced breakpoints)
@@ -173,21 +176,52 @@ __device__ __forceinline__ float apply_tail(const TailP& tp, float x, float r) {
 // in t = x - anchor. In shared memory, copy c of plane entry e is at e * copies + c and a
 // lane reads copy (lane mod copies): with 8 copies of a float4 plane (16 of a float2,
 // 32 of a float plane) every access phase is conflict-free for any mix of pieces.
+//
+// SWZ with two float4 planes: piece i's 2 * REPL slots are plane 0's copies then plane 1's,
+// and lane l reads copy c = l mod REPL, the plane h = (l / REPL) mod 2 first and the other
+// second (h = 0 with 8 copies). The slot a lane reads first is then at bank group
+// (2 REPL i + REPL h + c) mod 8: with 4 copies that is l mod 8, the second load's
+// (l mod 8) xor 4, so every phase of 8 lanes is conflict-free for any mix of pieces with
+// half the shared memory of 8 copies (two selects per float to put the planes back);
+// with 2 copies (1 copy) the lanes of a phase fall into two halves of 4 lanes over 4
+// bank groups (four pairs of groups), fewer conflicts than 8 lanes over all 8.
 template <int D, int NQ_, int TW_, int HASA_>
 __device__ __forceinline__ float horner_rec(const float4* q4, const float* qt, u32 P, u32 i, float x,
                                             float a0, float ah) {
     float f[NQ_ * 4 + TW_ + 1];
-#pragma unroll
-    for (int s = 0; s < NQ_; ++s) {
-#if SMEM_REC
-        float4 q = q4[((u32)s * P + i) * REPL + (threadIdx.x & (REPL - 1))];
+#if SMEM_REC && SWZ
+    constexpr bool swz = NQ_ == 2;
 #else
-        float4 q = __ldg(q4 + (u64)s * P + i);
+    constexpr bool swz = false;
 #endif
-        f[4 * s + 0] = q.x;
-        f[4 * s + 1] = q.y;
-        f[4 * s + 2] = q.z;
-        f[4 * s + 3] = q.w;
+    if constexpr (swz) {
+        const u32 lane = threadIdx.x & 31u;
+        const u32 h = REPL < 8 ? (lane / REPL) & 1u : 0u;
+        const float4* b = q4 + i * (2u * REPL) + (lane & (REPL - 1));
+        const float4 qa = b[h * REPL];         // plane h
+        const float4 qb = b[(h ^ 1u) * REPL];  // plane 1 - h
+        const bool sw = h != 0u;
+        f[0] = sw ? qb.x : qa.x;
+        f[1] = sw ? qb.y : qa.y;
+        f[2] = sw ? qb.z : qa.z;
+        f[3] = sw ? qb.w : qa.w;
+        f[4] = sw ? qa.x : qb.x;
+        f[5] = sw ? qa.y : qb.y;
+        f[6] = sw ? qa.z : qb.z;
+        f[7] = sw ? qa.w : qb.w;
+    } else {
+#pragma unroll
+        for (int s = 0; s < NQ_; ++s) {
+#if SMEM_REC
+            float4 q = q4[((u32)s * P + i) * REPL + (threadIdx.x & (REPL - 1))];
+#else
+            float4 q = __ldg(q4 + (u64)s * P + i);
+#endif
+            f[4 * s + 0] = q.x;
+            f[4 * s + 1] = q.y;
+            f[4 * s + 2] = q.z;
+            f[4 * s + 3] = q.w;
+        }
     }
     if (TW_ == 2) {
 #if SMEM_REC
@@ -531,7 +565,13 @@ extern __shared__ float4 smem4[];
 template <int NQ_, int TW_>
 __device__ __forceinline__ float4* stage_planes(float4* cur, const float4* src, u32 P, const float*& tail) {
     const u32 n = (u32)NQ_ * P * REPL;
-    for (u32 k = threadIdx.x; k < n; k += blockDim.x) cur[k] = src[k / REPL];
+    if (SWZ && NQ_ == 2) {
+        // Piece by piece: slot k is piece k / (2 REPL), plane (k / REPL) mod 2 (horner_rec).
+        for (u32 k = threadIdx.x; k < n; k += blockDim.x)
+            cur[k] = src[((k / REPL) & 1u) * P + k / (2u * REPL)];
+    } else {
+        for (u32 k = threadIdx.x; k < n; k += blockDim.x) cur[k] = src[k / REPL];
+    }
     cur += n;
     float* t = reinterpret_cast<float*>(cur);
     if (TW_ == 2) {

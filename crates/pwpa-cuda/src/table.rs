@@ -369,6 +369,11 @@ pub struct KernelSpec {
     pub repl: u32,
     /// Interleaved copies of the records' tail plane in shared memory (1 to 32).
     pub replt: u32,
+    /// A staged record array of two float4 planes is laid out piece by piece (the
+    /// `repl` copies of plane 0, then those of plane 1) and half of the lanes of each
+    /// access phase read its planes in the other order: with 4 copies every phase is
+    /// conflict-free (the kernel's SWZ; [`plane_cost`]).
+    pub swz: bool,
     /// Arbitrary breakpoints: the lookup grid is one-step (one compare, no scan).
     pub one_step: bool,
     /// Arbitrary breakpoints: the lookup grid is over ordered float keys (log-like cells).
@@ -476,6 +481,25 @@ fn load_cost(width: u32, copies: u32) -> f64 {
     per_phase * (width / 4) as f64 / 32.0
 }
 
+/// Expected shared-memory wavefronts per element for the `nq` float4 planes of one record
+/// array with `copies` interleaved copies: [`load_cost`] per plane, or with `swz` and two
+/// planes (the kernel's SWZ layout) per phase 1.0 with 4 or 8 copies (no conflicts), 1.938
+/// with 2 and 2.384 with 1 (Monte Carlo, 2·10^4 phases of random pieces, 2026-11-23:
+/// the lanes of a phase split into two halves of 4 lanes over 4 bank groups each).
+fn plane_cost(nq: u32, copies: u32, swz: bool) -> f64 {
+    if swz && nq == 2 {
+        let per_phase = match copies {
+            1 => 2.384,
+            2 => 1.938,
+            _ => 1.0,
+        };
+        // Two loads of 4 phases per warp; per element: / 32.
+        2.0 * per_phase * 4.0 / 32.0
+    } else {
+        nq as f64 * load_cost(16, copies)
+    }
+}
+
 /// Shared memory a block may use before the L1 cache (the rest of the multiprocessor's
 /// 256 KB) gets too small for the global loads in flight (32 warps × 4 chunks × 512 B).
 const L1_FREE_SMEM: usize = 164 * 1024;
@@ -541,6 +565,9 @@ impl KernelSpec {
                 "computed as fma(i, h, a0)"
             },
         );
+        if self.swz && self.smem_rec {
+            d.push_str(", two float4 planes piece by piece (swizzled)");
+        }
         if self.arbitrary {
             d.push_str(&format!(
                 ", lookup cells {} ({} copies), {}",
@@ -597,12 +624,13 @@ impl KernelSpec {
             self.grid_ord as u32,
         );
         s.push_str(&format!(
-            "#define GRADMUL {}\n#define COMPACT {}\n#define TAILLUT {}\n#define FULLLUT {}\n#define WSUB {}\n",
+            "#define GRADMUL {}\n#define COMPACT {}\n#define TAILLUT {}\n#define FULLLUT {}\n#define WSUB {}\n#define SWZ {}\n",
             self.grad as u32,
             self.compact as u32,
             self.taillut as u32,
             self.full_lut as u32,
-            self.wsub
+            self.wsub,
+            self.swz as u32
         ));
         match self.fused {
             Some((d2, lt2, rt2, lxd2, rxd2)) => {
@@ -1188,6 +1216,7 @@ impl CudaTable {
             block,
             repl: 1,
             replt: 1,
+            swz: false,
             one_step: self.one_step,
             grid_ord: self.grid_shift.is_some(),
             crepl: 1,
@@ -1233,6 +1262,16 @@ impl CudaTable {
         let (nq, tw) = self.planes();
         let (nq2, tw2) = deriv.map(|d| d.planes()).unwrap_or((0, 0));
         let tail_cost = |w: u32, c: u32| if w == 0 { 0.0 } else { load_cost(4 * w, c) };
+        // Two float4 planes piece by piece, half of each phase's lanes reading them in the
+        // other order ([`plane_cost`]; PWPA_CUDA_SWZ=0 turns it off; tuning, read once).
+        // Measured on an H100 (2026-11-23, session 10, f32, 2^28, fraction of copy without
+        // → with, two rounds; bench/results/gpu-2026-11-23-h100-s10.md): arbitrary P1024 D8
+        // 0.721 → 0.937, 0.726 → 0.935; P4096 D5 0.757 → 0.793, P4096 D8 0.625 → 0.646;
+        // uniform P4096 D8 0.839 → 0.869, 0.834 → 0.873; arbitrary P1024 D5 0.802 → 0.757 ms,
+        // 0.804 → 0.751 ms (0.895 → 0.956 of copy) with tiles per warp (below). Nsight Compute, arbitrary P1024 D5 at 2^26: shared
+        // wavefronts 22.1 → 14.7 per 32 elements (model 21.4 → 13.9), instructions 41.5 → 47.6.
+        static SWZ: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let swz = smem_rec && (nq == 2 || nq2 == 2) && env_switch(&SWZ, "PWPA_CUDA_SWZ");
         // The candidates: copies only of what is in shared memory (and exists).
         let repls: Vec<u32> = [1u32, 2, 4, 8]
             .into_iter()
@@ -1249,7 +1288,8 @@ impl CudaTable {
             for &replt in replts {
                 let rb = if smem_rec { rec_r(repl, replt) } else { 0 };
                 let rcost = if smem_rec {
-                    (nq + nq2) as f64 * load_cost(16, repl)
+                    plane_cost(nq, repl, swz)
+                        + plane_cost(nq2, repl, swz)
                         + tail_cost(tw, replt)
                         + tail_cost(tw2, replt)
                 } else {
@@ -1293,11 +1333,19 @@ impl CudaTable {
         // 1.24 ms, silu 1.10 → 1.26, exp 1.09 → 1.27, selu 1.08 → 1.13, tanh 1.08 → 1.10;
         // bf16 exp 0.68 → 0.62, selu (scanning lookup) 0.72 → 0.62, gelu 0.58 → 0.57, but
         // silu 0.56 → 0.60, sigmoid 0.56 → 0.59, softplus 0.56 → 0.60.
+        //
+        // Arbitrary breakpoints whose two record planes are swapped between lanes (SWZ with
+        // fewer than 8 copies: two selects per float after the loads, behind the lookup
+        // cell's load) take tickets per warp too, though their wavefronts are below
+        // WARP_TICKETS_WF. Measured on an H100 (2026-11-23, session 10, f32, 2^28, per block
+        // → per warp): arbitrary P1024 D5 0.932 → 0.958, 0.934 → 0.956; but uniform P1024 D8
+        // (swapped, no lookup) 0.964 → 0.951, 0.966 → 0.955 stays per block.
         let exp2_near = self.exp2_near();
         let heavy = !smem_rec
             || (self.bp.is_some() && (!smem_idx || !self.one_step))
             || cost >= WARP_TICKETS_WF
-            || (compact && exp2_near);
+            || (compact && exp2_near)
+            || (self.bp.is_some() && swz && repl < 8);
         let per_warp = if grad {
             x_dtype.size() == 2 && (heavy || (taillut && exp2_near))
         } else {
@@ -1325,6 +1373,7 @@ impl CudaTable {
                 smem_idx,
                 repl: if smem_rec { repl } else { 1 },
                 replt: if smem_rec { replt } else { 1 },
+                swz,
                 crepl,
                 compact,
                 taillut,
@@ -1868,8 +1917,8 @@ fn sync(b: &CudaBackend) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::{
-        full_lut_host, ord16, ord16_full, plane_bytes, plane_records, planes, tail_lut_host,
-        value16,
+        full_lut_host, ord16, ord16_full, plane_bytes, plane_cost, plane_records, planes,
+        tail_lut_host, value16,
     };
     use pwpa::{Breakpoints, DType, Table, Tail};
 
@@ -1944,6 +1993,61 @@ mod tests {
         assert_eq!(planes(3, true), (1, 1));
         assert_eq!(planes(5, false), (1, 2));
         assert_eq!(planes(1, true), (1, 0));
+    }
+
+    /// The SWZ layout of two float4 planes as pwpa.cu stages and reads it: slot k holds
+    /// plane (k / R) mod 2 of piece k / 2R; lane l reads copy l mod R of plane h = (l / R)
+    /// mod 2 (0 with 8 copies) first, the other second, and gets both planes of its piece.
+    /// With 4 or 8 copies every phase of 8 lanes hits 8 distinct bank groups (16-byte
+    /// slots mod 8) for any pieces; with 1 and 2 the mean cost per phase is plane_cost's.
+    #[test]
+    fn swizzled_planes_are_read_back_and_conflict_free_with_four_copies() {
+        let p = 4096u32;
+        let mut seed = 0x1234_5678_9ABC_DEF1u64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for r in [1u32, 2, 4, 8] {
+            // Staging: slot -> (plane, piece).
+            let slot = |k: u32| (((k / r) & 1), k / (2 * r));
+            // A lane's two loads for piece i: slot indices.
+            let loads = |lane: u32, i: u32| {
+                let h = if r < 8 { (lane / r) & 1 } else { 0 };
+                let b = i * 2 * r + (lane & (r - 1));
+                (b + h * r, b + (h ^ 1) * r, h)
+            };
+            let mut total = 0u64;
+            let phases = 20_000u32;
+            for _ in 0..phases {
+                let pieces: Vec<u32> = (0..8).map(|_| (rnd() % p as u64) as u32).collect();
+                for load in 0..2 {
+                    let mut groups: Vec<Vec<u32>> = vec![Vec::new(); 8];
+                    for (lane, &i) in pieces.iter().enumerate() {
+                        let (a, b, h) = loads(lane as u32, i);
+                        // The planes come back in order after the swap.
+                        let (pa, ia) = slot(a);
+                        let (pb, ib) = slot(b);
+                        assert_eq!((ia, ib), (i, i));
+                        assert_eq!(if h == 1 { (pb, pa) } else { (pa, pb) }, (0, 1));
+                        let s = if load == 0 { a } else { b };
+                        if !groups[(s % 8) as usize].contains(&s) {
+                            groups[(s % 8) as usize].push(s);
+                        }
+                    }
+                    let worst = groups.iter().map(|g| g.len()).max().unwrap() as u64;
+                    if r >= 4 {
+                        assert_eq!(worst, 1, "copies {r}: pieces {pieces:?}");
+                    }
+                    total += worst;
+                }
+            }
+            let mean = total as f64 / (2 * phases) as f64;
+            let model = plane_cost(2, r, true) * 32.0 / 8.0;
+            assert!((mean - model).abs() < 0.03, "copies {r}: {mean} vs {model}");
+        }
     }
 
     /// The exp2-tail result tables for 16-bit inputs hold, for every non-NaN input in an

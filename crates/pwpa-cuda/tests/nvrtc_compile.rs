@@ -44,6 +44,7 @@ fn large_block_spec(xd: DType, yd: DType) -> KernelSpec {
         block: 1024,
         repl: 8,
         replt: 16,
+        swz: false,
         one_step: true,
         grid_ord: false,
         crepl: 16,
@@ -111,6 +112,7 @@ fn every_specialisation_compiles_for_sm90() {
                                 block: 256,
                                 repl: [1, 2, 4, 8][k % 4],
                                 replt: [1, 32, 16, 8, 2][k % 5],
+                                swz: k % 7 < 4,
                                 one_step: arbitrary && k % 2 == 0,
                                 grid_ord: arbitrary && k % 4 == 0,
                                 crepl: [1, 16, 4][k % 3],
@@ -238,6 +240,33 @@ fn every_specialisation_compiles_for_sm90() {
             }
             n += 1;
         }
+    }
+    // Two float4 planes piece by piece (SWZ), as the host launches them for large f32
+    // tables (4 copies at P = 1024, 1 at P = 4096; 8 copies need no swap), uniform and
+    // arbitrary, D = 5 to 8, tile tickets per block and per warp.
+    for (degree, arbitrary, repl, wsub) in [
+        (5u32, true, 4u32, 0u32),
+        (5, true, 1, 2),
+        (8, true, 4, 2),
+        (8, true, 2, 0),
+        (8, false, 1, 2),
+        (7, false, 8, 0),
+    ] {
+        compiles_without_spills(&KernelSpec {
+            degree,
+            arbitrary,
+            anchors: arbitrary,
+            smem_idx: arbitrary,
+            one_step: arbitrary,
+            tails: (0, 1, 1, 1),
+            repl,
+            replt: 4,
+            crepl: 2,
+            swz: true,
+            wsub,
+            ..large_block_spec(DType::F32, DType::F32)
+        });
+        n += 1;
     }
     for dt in 0..3 {
         let c = compile::compile(
