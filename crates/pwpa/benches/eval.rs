@@ -17,45 +17,14 @@ use std::time::Duration;
 
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use pwpa::eval::{Backend, Evaluator, Parallelism};
-use pwpa::{bf16, Breakpoints, Element, Table, Tail};
+use pwpa::{bf16, Element, Table};
 use rayon::prelude::*;
 
-const N: usize = 1 << 24;
-const RANGE: (f32, f32) = (-8.0, 8.0);
+mod common;
 
-/// A table on [-8, 8] with P pieces of degree D (coefficients are arbitrary but
-/// tame; speed does not depend on their values).
-fn table(p: usize, d: usize, uniform: bool) -> Table {
-    let (lo, hi) = RANGE;
-    let b = if uniform {
-        Breakpoints::uniform(lo, hi, p).unwrap()
-    } else {
-        // Denser near 0, like a fitted GELU table: b = 8 sinh(2u) / sinh(2).
-        let pts = (0..=p)
-            .map(|i| {
-                let u = -1.0 + 2.0 * i as f64 / p as f64;
-                (8.0 * (2.0 * u).sinh() / 2f64.sinh()) as f32
-            })
-            .collect();
-        Breakpoints::arbitrary(pts).unwrap()
-    };
-    let anchors = Table::midpoint_anchors(&b);
-    let coeffs = (0..p * (d + 1))
-        .map(|k| ((k * 7919) % 1000) as f32 * 1e-3 - 0.5)
-        .collect();
-    Table::new(
-        b,
-        d,
-        anchors,
-        coeffs,
-        Tail::Constant { value: 0.0 },
-        Tail::Linear {
-            slope: 1.0,
-            intercept: 0.0,
-        },
-    )
-    .unwrap()
-}
+use common::{table, RANGE};
+
+const N: usize = 1 << 24;
 
 /// N inputs spread over the table's range (a fixed pseudo-random sequence).
 fn inputs<T: Element>() -> Vec<T> {

@@ -15,37 +15,11 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use pwpa::eval::{Evaluator, Parallelism};
-use pwpa::{Breakpoints, Table, Tail};
 
-fn table(p: usize, d: usize, uniform: bool) -> Table {
-    let b = if uniform {
-        Breakpoints::uniform(-8.0, 8.0, p).unwrap()
-    } else {
-        let pts = (0..=p)
-            .map(|i| {
-                let u = -1.0 + 2.0 * i as f64 / p as f64;
-                (8.0 * (2.0 * u).sinh() / 2f64.sinh()) as f32
-            })
-            .collect();
-        Breakpoints::arbitrary(pts).unwrap()
-    };
-    let anchors = Table::midpoint_anchors(&b);
-    let coeffs = (0..p * (d + 1))
-        .map(|k| ((k * 7919) % 1000) as f32 * 1e-3 - 0.5)
-        .collect();
-    Table::new(
-        b,
-        d,
-        anchors,
-        coeffs,
-        Tail::Constant { value: 0.0 },
-        Tail::Linear {
-            slope: 1.0,
-            intercept: 0.0,
-        },
-    )
-    .unwrap()
-}
+#[path = "../benches/common/mod.rs"]
+#[allow(dead_code)] // RANGE is the bench's
+mod common;
+use common::table;
 
 fn main() {
     let mut n = 2048usize;

@@ -428,6 +428,22 @@ fn exhaustive_16_bit_identity() {
 
 /// Odd lengths (including ones that leave a partial SIMD vector and ones that go
 /// through rayon), in place and out of place, both parallelism settings.
+/// `n` inputs over the table's range and 10 % beyond each side, 1 % of them random bit
+/// patterns (NaN, ±Inf, subnormals, huge values).
+fn spread_inputs(table: &Table, rng: &mut StdRng, n: usize) -> Vec<f32> {
+    let (lo, hi) = (table.breakpoints().lo(), table.breakpoints().hi());
+    let w = hi - lo;
+    (0..n)
+        .map(|_| {
+            if rng.random_bool(0.01) {
+                f32::from_bits(rng.random())
+            } else {
+                rng.random_range(lo - 0.1 * w..=hi + 0.1 * w)
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn odd_lengths_and_in_place() {
     let t = random_table(11, 200, 4, false);
@@ -438,17 +454,7 @@ fn odd_lengths_and_in_place() {
         let big = n > 100_000;
         let tables = if big { vec![&t] } else { vec![&t, &u] };
         for table in tables {
-            let (lo, hi) = (table.breakpoints().lo(), table.breakpoints().hi());
-            let w = hi - lo;
-            let xs: Vec<f32> = (0..n)
-                .map(|_| {
-                    if rng.random_bool(0.01) {
-                        f32::from_bits(rng.random())
-                    } else {
-                        rng.random_range(lo - 0.1 * w..=hi + 0.1 * w)
-                    }
-                })
-                .collect();
+            let xs = spread_inputs(table, &mut rng, n);
             let xb: Vec<bf16> = xs.iter().map(|&x| bf16::from_f32(x)).collect();
             for ev in evaluators(table, &[Parallelism::Sequential, Parallelism::Rayon]) {
                 check::<f32, bf16>(&ev, table, &xs).unwrap();
@@ -472,17 +478,7 @@ fn large_f32_outputs_equal_oracle() {
     let n = (1 << 20) + 21;
     let t = random_table(21, 64, 3, true);
     let mut rng = StdRng::seed_from_u64(5);
-    let (lo, hi) = (t.breakpoints().lo(), t.breakpoints().hi());
-    let w = hi - lo;
-    let xs: Vec<f32> = (0..n)
-        .map(|_| {
-            if rng.random_bool(0.01) {
-                f32::from_bits(rng.random())
-            } else {
-                rng.random_range(lo - 0.1 * w..=hi + 0.1 * w)
-            }
-        })
-        .collect();
+    let xs = spread_inputs(&t, &mut rng, n);
     let xb: Vec<bf16> = xs.iter().map(|&x| bf16::from_f32(x)).collect();
     let want: Vec<u32> = xs
         .iter()
