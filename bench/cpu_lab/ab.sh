@@ -35,5 +35,6 @@ git -C "$ROOT" archive "$REV" crates/pwpa/src crates/pwpa/assets | tar -x -C "$D
 cp -r "$ROOT/crates/pwpa/src" "$ROOT/crates/pwpa/assets" "$D/new/"
 mk "$D/old" pwpa_old; mk "$D/new" pwpa_new
 cp -r "$ROOT/bench/cpu_lab/ab" "$D/lab"
+cp "$ROOT/crates/pwpa/benches/common/lab.rs" "$D/lab/src/lab.rs"
 (cd "$D/lab" && CARGO_TARGET_DIR="$D/target" cargo build --release --quiet)
 "$D/target/release/lab" "$@"

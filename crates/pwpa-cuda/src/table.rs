@@ -1169,7 +1169,7 @@ impl CudaTable {
         static TAILLUT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         let taillut_on = env_switch(&TAILLUT, "PWPA_CUDA_TAILLUT");
         let tl_bytes = if taillut_on && deriv.is_none() && x_dtype.size() == 2 {
-            self.tail_lut(x_dtype)
+            self.host_lut(x_dtype, false)
                 .map(|t| t.vals.len().div_ceil(4) * 16)
         } else {
             None
@@ -1196,7 +1196,7 @@ impl CudaTable {
             && grad
             && deriv.is_none()
             && x_dtype.size() == 2)
-            .then(|| self.full_lut(x_dtype))
+            .then(|| self.host_lut(x_dtype, true))
             .flatten()
             .map(|h| h.vals.len().div_ceil(4) * 16)
             .filter(|&b| b <= full_cap);
@@ -1384,39 +1384,25 @@ impl CudaTable {
         )
     }
 
-    /// The exp2-tail results for 16-bit inputs of `dtype` (computed on first use).
-    fn tail_lut(&self, dtype: DType) -> Option<&TailLutHost> {
+    /// For 16-bit inputs of `dtype` (computed on first use): the exp2-tail results, or
+    /// with `full` every input's result.
+    fn host_lut(&self, dtype: DType, full: bool) -> Option<&TailLutHost> {
         let slot = match dtype {
             DType::F16 => 0,
             DType::BF16 => 1,
             DType::F32 => return None,
         };
-        self.tail_host[slot]
-            .get_or_init(|| tail_lut_host(&self.table, dtype))
-            .as_ref()
-    }
-
-    /// Every input's result for 16-bit inputs of `dtype` (computed on first use).
-    fn full_lut(&self, dtype: DType) -> Option<&TailLutHost> {
-        let slot = match dtype {
-            DType::F16 => 0,
-            DType::BF16 => 1,
-            DType::F32 => return None,
-        };
-        self.full_host[slot]
-            .get_or_init(|| full_lut_host(&self.table, dtype))
-            .as_ref()
-    }
-
-    /// Device address of [`CudaTable::tail_lut`] (or, with `full`,
-    /// [`CudaTable::full_lut`]), uploaded on first use.
-    fn tail_lut_ptr(&self, dtype: DType, full: bool) -> Result<Option<(u64, &TailLutHost)>> {
-        let host = if full {
-            self.full_lut(dtype)
+        if full {
+            self.full_host[slot].get_or_init(|| full_lut_host(&self.table, dtype))
         } else {
-            self.tail_lut(dtype)
-        };
-        let Some(host) = host else {
+            self.tail_host[slot].get_or_init(|| tail_lut_host(&self.table, dtype))
+        }
+        .as_ref()
+    }
+
+    /// Device address of [`CudaTable::host_lut`], uploaded on first use.
+    fn tail_lut_ptr(&self, dtype: DType, full: bool) -> Result<Option<(u64, &TailLutHost)>> {
+        let Some(host) = self.host_lut(dtype, full) else {
             return Ok(None);
         };
         let mut dev = self.tail_dev.lock().map_err(crate::poisoned)?;

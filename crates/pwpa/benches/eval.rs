@@ -103,19 +103,7 @@ fn bench_type<T: Element>(c: &mut Criterion, name: &str) {
 
 /// N inputs 4·N(0, 1) (Box–Muller on a fixed pseudo-random sequence).
 fn normal_inputs() -> Vec<f32> {
-    let mut s = 0x2545_F491_4F6C_DD1D_u64;
-    let mut u = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        ((s >> 40) as f64 + 0.5) / (1u64 << 24) as f64
-    };
-    (0..N)
-        .map(|_| {
-            let (a, b) = (u(), u());
-            (4.0 * (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()) as f32
-        })
-        .collect()
+    common::lab::inputs(N, Some(4.0), 0.0, 0.0)
 }
 
 /// The fitted tables in `benches/data/`.

@@ -19,22 +19,15 @@ use pwpa::eval::{Evaluator, Parallelism};
 #[path = "../benches/common/mod.rs"]
 #[allow(dead_code)] // RANGE is the bench's
 mod common;
-use common::table;
+use common::{lab, table};
 
 fn main() {
-    let mut n = 2048usize;
-    let mut rounds = 4000usize;
-    let mut normal: Option<f64> = None;
-    let mut targets = Vec::new();
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--n" => n = args.next().unwrap().parse().unwrap(),
-            "--rounds" => rounds = args.next().unwrap().parse().unwrap(),
-            "--normal" => normal = Some(args.next().unwrap().parse().unwrap()),
-            _ => targets.push(a),
-        }
-    }
+    let lab::Args {
+        n,
+        rounds,
+        normal,
+        targets,
+    } = lab::Args::parse(2048, 4000);
     // Calibration: a chain of dependent shift-xor-multiply steps (5 cycles each on Skylake-SP
     // and its successors) measured in the same rounds gives the clock the VM ran at.
     let calib = |iters: usize| {
@@ -79,25 +72,7 @@ fn main() {
             )
         };
         let (lo, hi) = (tab.breakpoints().lo() as f64, tab.breakpoints().hi() as f64);
-        let mut s = 0x2545_F491_4F6C_DD1Du64;
-        let mut u = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f64 + 0.5) / (1u64 << 24) as f64
-        };
-        let x: Vec<f32> = (0..n)
-            .map(|_| match normal {
-                Some(sd) => {
-                    let (a, b) = (u(), u());
-                    (sd * (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()) as f32
-                }
-                None => {
-                    let w = hi - lo;
-                    (lo - 0.1 * w + 1.2 * w * u()) as f32
-                }
-            })
-            .collect();
+        let x = lab::inputs(n, normal, lo, hi);
         let ev = Evaluator::new(&tab).with_parallelism(Parallelism::Sequential);
         cases.push((t.clone(), tab, x, ev, f64::INFINITY));
     }

@@ -3,6 +3,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+// crates/pwpa/benches/common/lab.rs, copied here by ab.sh.
+mod lab;
+
 macro_rules! mk {
     ($k:ident, $t:expr, $x:expr) => {{
         use $k::eval::{Evaluator, Parallelism};
@@ -30,29 +33,12 @@ macro_rules! mk {
 }
 
 fn main() {
-    let mut n = 2048usize;
-    let mut rounds = 3000usize;
-    let mut normal: Option<f64> = None;
-    let mut targets = Vec::new();
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--n" => n = args.next().unwrap().parse().unwrap(),
-            "--rounds" => rounds = args.next().unwrap().parse().unwrap(),
-            "--normal" => normal = Some(args.next().unwrap().parse().unwrap()),
-            _ => targets.push(a),
-        }
-    }
+    let lab::Args { n, rounds, normal, targets } = lab::Args::parse(2048, 3000);
     println!("{:34} {:>8} {:>8} {:>7} {:>7}   (ns/elem, n = {n}, {rounds} interleaved rounds)", "target", "old min", "new min", "min n/o", "med n/o");
     for t in &targets {
         let (fo, (lo, hi)) = mk!(pwpa_old, t, 0);
         let (fnew, _) = mk!(pwpa_new, t, 0);
-        let mut s = 0x2545_F491_4F6C_DD1Du64;
-        let mut u = move || { s ^= s << 13; s ^= s >> 7; s ^= s << 17; ((s >> 40) as f64 + 0.5) / (1u64 << 24) as f64 };
-        let x: Vec<f32> = (0..n).map(|_| match normal {
-            Some(sd) => { let (a, b) = (u(), u()); (sd * (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()) as f32 }
-            None => { let w = hi - lo; (lo - 0.1 * w + 1.2 * w * u()) as f32 }
-        }).collect();
+        let x = lab::inputs(n, normal, lo, hi);
         let (mut yo, mut yn) = (vec![0f32; n], vec![0f32; n]);
         fo(&x, &mut yo); fnew(&x, &mut yn);
         let same = yo.iter().zip(&yn).all(|(a, b)| a.to_bits() == b.to_bits());

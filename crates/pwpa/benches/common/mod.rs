@@ -1,7 +1,10 @@
 //! What the criterion bench (`benches/eval.rs`) and the CPU lab (`examples/cpu_lab.rs`)
-//! share: their tables.
+//! share: their tables (and, in `lab`, their inputs).
 
 use pwpa::{Breakpoints, Table, Tail};
+
+#[allow(dead_code)] // the bench uses only `inputs`
+pub mod lab;
 
 /// The range of [`table`]'s tables.
 pub const RANGE: (f32, f32) = (-8.0, 8.0);
