@@ -75,17 +75,22 @@ pub(crate) fn available() -> bool {
 /// Largest register-resident column (W); larger tables load rows per lane.
 pub(crate) const MAX_REG: usize = 256;
 
-/// Smallest degree at which a 256-entry table loads rows instead of permuting
-/// registers (measured on the development VM: at W = 256 the permute cost grows with
-/// each column, 15 instructions per column, while a row load is one per lane: rows
-/// win from D = 5, permutes up to D = 4; below W = 256 permutes always win).
-const ROWS_FROM_DEGREE: usize = 5;
-
-/// The same for uniform breakpoints, whose rows need no search: rows from D = 2 at
-/// W = 256 (after the per-vector loops were unrolled, `bench/cpu_lab/ab.sh`, one thread,
-/// 2^14 elements: rows/permutes 0.82–0.87 at D = 3, 0.92–0.97 at D = 2 and 4, 1.06–1.12
-/// at D = 1; at W = 128 rows were 1.2–1.7× slower from D = 2).
+/// Smallest degree at which a 256-entry table with uniform breakpoints loads rows
+/// instead of permuting registers. At W = 256 a register lookup costs 15 instructions
+/// per column (8 two-table permutes and a tree of 7 blends), a row load one load per lane
+/// plus a transpose. `bench/cpu_lab/ab.sh`, one thread, 2^14 elements, rows/permutes:
+/// on the Cascade Lake VM (session 10) 0.82–0.87 at D = 3, 0.92–0.97 at D = 2 and 4,
+/// 1.06–1.12 at D = 1; on the AMD EPYC (Zen 4) VM (session 11) 0.90 at D = 1. Below
+/// W = 256 permutes win on both (W = 128: rows 1.2–1.7× slower on Cascade Lake, 1.05–1.26×
+/// on Zen 4).
 const UNIFORM_ROWS_FROM_DEGREE: usize = 2;
+
+/// The same for arbitrary breakpoints, whose permuted columns include the anchors (the
+/// uniform ones are usually computed): rows from D = 1 (Zen 4, session 11: rows/permutes
+/// 0.85 at D = 1, 0.76–0.80 at D = 2–4 at P = 200 and 256; at W = 128 0.97–1.08 and at
+/// W = 64 1.3–1.4, so permutes stay there). Session 10 had measured rows from D = 5 on
+/// Cascade Lake before the per-vector loops were unrolled.
+const ROWS_FROM_DEGREE: usize = 1;
 
 /// The kernel of a table: (W, ROWS). W is the register width of its columns (16 …
 /// 256) — for arbitrary breakpoints also the width of the register binary search — or
