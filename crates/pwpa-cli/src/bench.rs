@@ -356,10 +356,11 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
 
 fn header(b: &CudaBackend, what: &str) -> String {
     format!(
-        "# pwpa bench: {what}\n\ndevice: {} (sm_{}, {} SMs), pwpa-cuda {}\n\n",
+        "# pwpa bench: {what}\n\ndevice: {} (sm_{}, {} SMs, {:.2} TB/s peak DRAM bandwidth), pwpa-cuda {}\n\n",
         b.device_name(),
         b.arch(),
         b.multiprocessors(),
+        b.peak_bandwidth() / 1e12,
         env!("CARGO_PKG_VERSION")
     )
 }

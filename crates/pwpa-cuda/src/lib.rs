@@ -66,6 +66,8 @@ pub struct CudaBackend {
     arch: u32,
     sms: u32,
     smem_optin: usize,
+    /// Peak DRAM bandwidth, bytes per second (0 if unknown).
+    peak_bw: f64,
     modules: Mutex<HashMap<String, Arc<Module>>>,
     /// Per-stream tile-ticket counters (4 bytes each, zero between launches).
     tickets: Mutex<TicketPool>,
@@ -159,11 +161,21 @@ impl CudaBackend {
         let minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
         let sms = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
         let smem = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+        // Peak DRAM bandwidth: two transfers per memory clock (kHz) over the bus (bits).
+        // Only a tuning input; 0 when the driver does not say.
+        let mem_khz = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)
+            .unwrap_or(0)
+            .max(0);
+        let bus_bits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
+            .unwrap_or(0)
+            .max(0);
+        let peak_bw = 2.0 * mem_khz as f64 * 1e3 * bus_bits as f64 / 8.0;
         Ok(Arc::new(CudaBackend {
             ctx,
             arch: (major * 10 + minor) as u32,
             sms: sms.max(1) as u32,
             smem_optin: smem.max(48 * 1024) as usize,
+            peak_bw,
             modules: Mutex::new(HashMap::new()),
             tickets: Mutex::new(TicketPool {
                 chunks: vec![ticket_chunk()?],
@@ -202,6 +214,12 @@ impl CudaBackend {
     /// Number of multiprocessors.
     pub fn multiprocessors(&self) -> u32 {
         self.sms
+    }
+
+    /// Peak DRAM bandwidth in bytes per second, from the memory clock and bus width the
+    /// driver reports (H100 SXM about 3.35e12, H200 about 4.9e12); 0 if unknown.
+    pub fn peak_bandwidth(&self) -> f64 {
+        self.peak_bw
     }
 
     /// Largest dynamic shared memory a block may opt in to.

@@ -691,6 +691,20 @@ const EXP2_NEAR: f32 = 4.0;
 /// input per step at UNROLL 4; 8 and 32 steps were slower, 32 much: too few tiles per warp).
 const WARP_TILE_STEPS: u32 = 2;
 
+/// Chunks of 16 bytes each thread of the result-table kernel has in flight: `unroll` (the
+/// options' value, 4 unless `PWPA_CUDA_UNROLL` says otherwise) capped at 2 on devices of
+/// at most 4 TB/s and at 4 above. 1024 threads leave 64 registers per thread, so 8 would
+/// spill. Beside the 128 KiB table, two chunks were faster than four on an H100 (3.35 TB/s;
+/// 2026-11-22, session 9: torch_bench bf16/f16 forward, six functions, three interleaved
+/// rounds, 0.3694 -> 0.3674 ms on average; the CLI sweep's coarsening rows 0.983-0.987 ->
+/// 0.988-0.991 of copy), while an H200 (4.9 TB/s) needs four to keep enough bytes in flight:
+/// 0.909-0.914 of copy with two, 0.977-0.987 with four (2026-11-23, session 11,
+/// bench/gpu_lab/lut_ab.sh, bf16 and f16, three rounds).
+pub(crate) fn lut_unroll(unroll: u32, peak_bw: f64) -> u32 {
+    let cap = if peak_bw > 4.0e12 { 4 } else { 2 };
+    unroll.clamp(1, cap)
+}
+
 /// PWPA_CUDA_WSUB (tuning; read once per process): 0 forces tile tickets per block, 1 to
 /// 64 per warp with that many steps; unset, [`CudaTable::spec`] chooses.
 fn wsub_override() -> Option<u32> {
@@ -1779,12 +1793,7 @@ impl CudaTable {
         stream: u64,
     ) -> Result<()> {
         let lut = self.lut_ptr(x_dtype, y_dtype)?;
-        // 1024 threads leave 64 registers per thread: 8 chunks in flight would spill; and
-        // beside the 128 KiB table two are faster than four (measured on an H100,
-        // 2026-11-22, session 9: torch_bench bf16/f16 forward, six functions, three
-        // interleaved rounds, 0.3694 -> 0.3674 ms on average; the CLI sweep's coarsening
-        // rows 0.983-0.987 -> 0.988-0.991 of copy). So at most two.
-        let unroll = self.opts.unroll.clamp(1, 2);
+        let unroll = lut_unroll(self.opts.unroll, self.backend.peak_bandwidth());
         let f = self.loaded_kernel(KernelKey::Lut(unroll))?;
         let head = (((16 - (x % 16)) % 16) / 2).min(n as u64);
         let (vbeg, nchunks) = if (y + 2 * head) % 16 == 0 {
@@ -1907,6 +1916,21 @@ mod tests {
         tail_lut_host, value16,
     };
     use pwpa::{Breakpoints, DType, Table, Tail};
+
+    /// Chunks in flight of the result-table kernel by device bandwidth: two up to 4 TB/s
+    /// (the H100's 3.35), four above (the H200's 4.9), never more than asked for.
+    #[test]
+    fn lut_unroll_follows_the_bandwidth() {
+        let h100: f64 = 2.0 * 2_619_000e3 * 5120.0 / 8.0;
+        let h200: f64 = 2.0 * 3_201_000e3 * 6144.0 / 8.0;
+        assert!((h100 / 1e12 - 3.35).abs() < 0.01 && (h200 / 1e12 - 4.92).abs() < 0.01);
+        assert_eq!(super::lut_unroll(4, h100), 2);
+        assert_eq!(super::lut_unroll(4, h200), 4);
+        assert_eq!(super::lut_unroll(8, h200), 4);
+        assert_eq!(super::lut_unroll(1, h200), 1);
+        assert_eq!(super::lut_unroll(0, h100), 1);
+        assert_eq!(super::lut_unroll(4, 0.0), 2);
+    }
 
     /// Exp2 tails on both sides (a negated one on the right) for the 16-bit table tests.
     fn exp2_tails() -> (Tail, Tail) {
