@@ -691,6 +691,16 @@ const EXP2_NEAR: f32 = 4.0;
 /// input per step at UNROLL 4; 8 and 32 steps were slower, 32 much: too few tiles per warp).
 const WARP_TILE_STEPS: u32 = 2;
 
+/// Peak DRAM bandwidth (bytes per second) above which the f32 forward kernels take tile
+/// tickets per warp for more tables, with [`FAST_WARP_TILE_STEPS`] steps (see
+/// [`CudaTable::spec`]; H100 SXM 3.35e12, H200 4.9e12).
+const FAST_DEVICE_BW: f64 = 4.0e12;
+
+/// Steps of a warp's tile on such devices (H200, f32 forward: 4 steps were as fast as 8 or
+/// faster, exp 0.82 against 0.80 of copy, and faster than 2 for the exp2-tail tables,
+/// exp 0.74 with 2).
+const FAST_WARP_TILE_STEPS: u32 = 4;
+
 /// Chunks of 16 bytes each thread of the result-table kernel has in flight: `unroll` (the
 /// options' value, 4 unless `PWPA_CUDA_UNROLL` says otherwise) capped at 2 on devices of
 /// at most 4 TB/s and at 4 above. 1024 threads leave 64 registers per thread, so 8 would
@@ -701,7 +711,7 @@ const WARP_TILE_STEPS: u32 = 2;
 /// 0.909-0.914 of copy with two, 0.977-0.987 with four (2026-11-23, session 11,
 /// bench/gpu_lab/lut_ab.sh, bf16 and f16, three rounds).
 pub(crate) fn lut_unroll(unroll: u32, peak_bw: f64) -> u32 {
-    let cap = if peak_bw > 4.0e12 { 4 } else { 2 };
+    let cap = if peak_bw > FAST_DEVICE_BW { 4 } else { 2 };
     unroll.clamp(1, cap)
 }
 
@@ -1360,12 +1370,34 @@ impl CudaTable {
             || cost >= WARP_TICKETS_WF
             || (compact && exp2_near)
             || (self.bp.is_some() && swz && repl < 8);
+        //
+        // Devices with more than 4 TB/s (the H200), f32 forward: tickets per warp with
+        // FAST_WARP_TILE_STEPS steps for every table but light uniform ones (degree ≤ 3).
+        // Measured on an H200 (2026-11-23, session 11, bench/gpu_lab/wsub_h200.sh, one run
+        // each; H100 rules → per warp with 4 | 8 steps): torch_bench f32 silu 0.85 → 0.92 |
+        // 0.93 of copy, sigmoid 0.78 → 0.90 | 0.91, softplus 0.77 → 0.91 | 0.91, log 0.79 →
+        // 0.93 | 0.92, reciprocal 0.81 → 0.93 | 0.92, exp 0.74 → 0.82 | 0.80, gelu 0.80 →
+        // 0.81 | 0.80, none lower by more than 0.01; the sweep with 8 steps: arbitrary P1024
+        // D3 0.757 → 0.920, D5 0.746 → 0.883, P256 D3 0.908 → 0.922–0.938, uniform P1024
+        // D5 0.880 → 0.930, D8 0.775 → 0.921, P4096 D5 0.708 → 0.836, but uniform P256 D3
+        // 0.979 → 0.940, P1024 D3 0.964 → 0.936, P64 D1 0.981 → 0.941 (those stay per block).
+        let fast_f32 = self.backend.peak_bandwidth() > FAST_DEVICE_BW
+            && x_dtype == DType::F32
+            && !grad
+            && deriv.is_none();
         let per_warp = if grad {
             x_dtype.size() == 2 && (heavy || (taillut && exp2_near))
+        } else if fast_f32 {
+            heavy || self.bp.is_some() || self.table.degree() > 3
         } else {
             heavy && deriv.is_none()
         };
-        let wsub = wsub_override().unwrap_or(if per_warp { WARP_TILE_STEPS } else { 0 });
+        let steps = if fast_f32 {
+            FAST_WARP_TILE_STEPS
+        } else {
+            WARP_TILE_STEPS
+        };
+        let wsub = wsub_override().unwrap_or(if per_warp { steps } else { 0 });
         let rec_smem = if smem_rec { rec_r(repl, replt) } else { 0 };
         let idx = self.idx_bytes(crepl);
         let smem =
