@@ -1,7 +1,7 @@
 #!/bin/bash
 # Device-side lab (session 11): f32 tile tickets per warp with WSUB steps on a fast-memory
 # device: PyTorch benchmark (f32, every function) and the CLI sweep under each setting.
-# .gpu and .gpu-tables carried. Writes $OUT/torch-wsub-*.md and $OUT/sweep-wsub-*.log.
+# .gpu and .gpu-tables carried. Writes $OUT/torch-wsub-*.md; prints the f32 rows of each.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 for w in ${SETTINGS:-default 8 4}; do
   e=A=1; [ "$w" != default ] && e=PWPA_CUDA_WSUB=$w

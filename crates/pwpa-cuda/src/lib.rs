@@ -124,6 +124,12 @@ pub enum ModuleSource {
     Compiled,
 }
 
+/// Peak DRAM bandwidth in bytes per second from the driver's memory clock (kHz) and bus
+/// width (bits): two transfers per clock. Negative (unknown) inputs count as 0.
+pub(crate) fn dram_bandwidth(mem_khz: i32, bus_bits: i32) -> f64 {
+    2.0 * mem_khz.max(0) as f64 * 1e3 * bus_bits.max(0) as f64 / 8.0
+}
+
 impl CudaBackend {
     /// Opens device `ordinal`: checks for the driver and NVRTC, retains the primary context.
     pub fn new(ordinal: usize) -> Result<Arc<CudaBackend>> {
@@ -161,15 +167,11 @@ impl CudaBackend {
         let minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
         let sms = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
         let smem = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
-        // Peak DRAM bandwidth: two transfers per memory clock (kHz) over the bus (bits).
-        // Only a tuning input; 0 when the driver does not say.
-        let mem_khz = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)
-            .unwrap_or(0)
-            .max(0);
-        let bus_bits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
-            .unwrap_or(0)
-            .max(0);
-        let peak_bw = 2.0 * mem_khz as f64 * 1e3 * bus_bits as f64 / 8.0;
+        // Only a tuning input: 0 when the driver does not say.
+        let peak_bw = dram_bandwidth(
+            attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).unwrap_or(0),
+            attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).unwrap_or(0),
+        );
         Ok(Arc::new(CudaBackend {
             ctx,
             arch: (major * 10 + minor) as u32,

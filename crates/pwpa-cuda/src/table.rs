@@ -696,6 +696,11 @@ const WARP_TILE_STEPS: u32 = 2;
 /// [`CudaTable::spec`]; H100 SXM 3.35e12, H200 4.9e12).
 const FAST_DEVICE_BW: f64 = 4.0e12;
 
+/// Whether a device of this peak bandwidth gets the fast-memory rules.
+fn fast_memory(peak_bw: f64) -> bool {
+    peak_bw > FAST_DEVICE_BW
+}
+
 /// Steps of a warp's tile on such devices (H200, f32 forward: 4 steps were as fast as 8 or
 /// faster, exp 0.82 against 0.80 of copy, and faster than 2 for the exp2-tail tables,
 /// exp 0.74 with 2).
@@ -711,7 +716,7 @@ const FAST_WARP_TILE_STEPS: u32 = 4;
 /// 0.909-0.914 of copy with two, 0.977-0.987 with four (2026-11-23, session 11,
 /// bench/gpu_lab/lut_ab.sh, bf16 and f16, three rounds).
 pub(crate) fn lut_unroll(unroll: u32, peak_bw: f64) -> u32 {
-    let cap = if peak_bw > FAST_DEVICE_BW { 4 } else { 2 };
+    let cap = if fast_memory(peak_bw) { 4 } else { 2 };
     unroll.clamp(1, cap)
 }
 
@@ -1381,7 +1386,7 @@ impl CudaTable {
         // D3 0.757 → 0.920, D5 0.746 → 0.883, P256 D3 0.908 → 0.922–0.938, uniform P1024
         // D5 0.880 → 0.930, D8 0.775 → 0.921, P4096 D5 0.708 → 0.836, but uniform P256 D3
         // 0.979 → 0.940, P1024 D3 0.964 → 0.936, P64 D1 0.981 → 0.941 (those stay per block).
-        let fast_f32 = self.backend.peak_bandwidth() > FAST_DEVICE_BW
+        let fast_f32 = fast_memory(self.backend.peak_bandwidth())
             && x_dtype == DType::F32
             && !grad
             && deriv.is_none();
@@ -1953,8 +1958,8 @@ mod tests {
     /// (the H100's 3.35), four above (the H200's 4.9), never more than asked for.
     #[test]
     fn lut_unroll_follows_the_bandwidth() {
-        let h100: f64 = 2.0 * 2_619_000e3 * 5120.0 / 8.0;
-        let h200: f64 = 2.0 * 3_201_000e3 * 6144.0 / 8.0;
+        let h100 = crate::dram_bandwidth(2_619_000, 5120);
+        let h200 = crate::dram_bandwidth(3_201_000, 6144);
         assert!((h100 / 1e12 - 3.35).abs() < 0.01 && (h200 / 1e12 - 4.92).abs() < 0.01);
         assert_eq!(super::lut_unroll(4, h100), 2);
         assert_eq!(super::lut_unroll(4, h200), 4);
