@@ -3,7 +3,8 @@
 # interleaved rounds on one thread (this VM's speed drifts by up to 2x within minutes;
 # separate runs of two binaries do not compare, interleaved rounds in one process do).
 #
-#   bash bench/cpu_lab/ab.sh [REV] -- [--n N] [--rounds R] [--normal SIGMA] TARGET...
+#   bash bench/cpu_lab/ab.sh [REV] -- [--n N] [--rounds R] [--normal SIGMA] [--dtype f32|bf16|f16]
+#                                   [--parallel] TARGET...
 #
 # pwpa_old = crates/pwpa at git REV (default HEAD), pwpa_new = the working tree.
 # TARGET: a table JSON or P:D[:uniform|arbitrary] (the criterion bench's tables).

@@ -1,11 +1,11 @@
 //! CPU lab: the fast path's compute cost per element, free of memory bandwidth and of
 //! most of this VM's noise. Evaluates a cache-resident buffer (default 2048 elements:
-//! 16 KiB of f32 in and out, inside L1) on one thread many times and reports the
+//! 16 KiB of f32 in and out, inside L1) on one thread (or rayon's pool: `--parallel`) many times and reports the
 //! *minimum* time per element over interleaved rounds, in ns and in cycles of the clock a
 //! dependent FMA chain measured in the same rounds.
 //!
 //! ```text
-//! cargo run --release -p pwpa --example cpu_lab -- [--n N] [--rounds R] [--normal S] TARGET...
+//! cargo run --release -p pwpa --example cpu_lab -- [--n N] [--rounds R] [--normal S] [--dtype f32|bf16|f16] [--parallel] TARGET...
 //! ```
 //! TARGET: a table file (JSON) or `P:D:uniform|arbitrary` (the criterion bench's
 //! tables on [-8, 8]: midpoint anchors, constant-0 left tail, linear right tail).
@@ -15,6 +15,35 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use pwpa::eval::{Evaluator, Parallelism};
+use pwpa::{bf16, f16};
+
+/// A lab's buffer in the element type of `--dtype`.
+enum Inputs {
+    F32(Vec<f32>),
+    Bf16(Vec<bf16>),
+    F16(Vec<f16>),
+}
+
+impl Inputs {
+    fn new(dtype: &str, x: Vec<f32>) -> Inputs {
+        match dtype {
+            "bf16" => Inputs::Bf16(x.into_iter().map(bf16::from_f32).collect()),
+            "f16" => Inputs::F16(x.into_iter().map(f16::from_f32).collect()),
+            _ => Inputs::F32(x),
+        }
+    }
+
+    /// Evaluates self into `y` (of the same type).
+    fn eval(&self, ev: &Evaluator, y: &mut Inputs) {
+        match (self, y) {
+            (Inputs::F32(x), Inputs::F32(y)) => ev.eval(black_box(&x[..]), black_box(&mut y[..])),
+            (Inputs::Bf16(x), Inputs::Bf16(y)) => ev.eval(black_box(&x[..]), black_box(&mut y[..])),
+            (Inputs::F16(x), Inputs::F16(y)) => ev.eval(black_box(&x[..]), black_box(&mut y[..])),
+            _ => unreachable!("both buffers come from one --dtype"),
+        }
+        .unwrap();
+    }
+}
 
 #[path = "../benches/common/mod.rs"]
 #[allow(dead_code)] // RANGE is the bench's
@@ -26,6 +55,8 @@ fn main() {
         n,
         rounds,
         normal,
+        dtype,
+        parallel,
         targets,
     } = lab::Args::parse(2048, 4000);
     // Calibration: a chain of dependent shift-xor-multiply steps (5 cycles each on Skylake-SP
@@ -72,11 +103,16 @@ fn main() {
             )
         };
         let (lo, hi) = (tab.breakpoints().lo() as f64, tab.breakpoints().hi() as f64);
-        let x = lab::inputs(n, normal, lo, hi);
-        let ev = Evaluator::new(&tab).with_parallelism(Parallelism::Sequential);
+        let x = Inputs::new(&dtype, lab::inputs(n, normal, lo, hi));
+        let par = if parallel {
+            Parallelism::Rayon
+        } else {
+            Parallelism::Sequential
+        };
+        let ev = Evaluator::new(&tab).with_parallelism(par);
         cases.push((t.clone(), tab, x, ev, f64::INFINITY));
     }
-    let mut y = vec![0f32; n];
+    let mut y = Inputs::new(&dtype, vec![0f32; n]);
     let citers = 1_000usize;
     let mut cbest = f64::INFINITY;
     for _ in 0..rounds {
@@ -89,7 +125,7 @@ fn main() {
         tbest = tbest.min(t0.elapsed().as_secs_f64());
         for (_, _, x, ev, best) in cases.iter_mut() {
             let t0 = Instant::now();
-            ev.eval(black_box(&x[..]), black_box(&mut y[..])).unwrap();
+            x.eval(ev, &mut y);
             *best = best.min(t0.elapsed().as_secs_f64());
         }
     }

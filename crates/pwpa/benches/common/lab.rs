@@ -26,11 +26,16 @@ pub fn inputs(n: usize, normal: Option<f64>, lo: f64, hi: f64) -> Vec<f32> {
         .collect()
 }
 
-/// The labs' command line: `[--n N] [--rounds R] [--normal SIGMA] TARGET...`.
+/// The labs' command line: `[--n N] [--rounds R] [--normal SIGMA] [--dtype f32|bf16|f16]
+/// [--parallel] TARGET...`.
 pub struct Args {
     pub n: usize,
     pub rounds: usize,
     pub normal: Option<f64>,
+    /// The element type in and out (`f32`, `bf16` or `f16`).
+    pub dtype: String,
+    /// Evaluate on rayon's pool (default: one thread).
+    pub parallel: bool,
     pub targets: Vec<String>,
 }
 
@@ -41,6 +46,8 @@ impl Args {
             n,
             rounds,
             normal: None,
+            dtype: "f32".into(),
+            parallel: false,
             targets: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
@@ -55,6 +62,14 @@ impl Args {
                 "--n" => a.n = val("--n") as usize,
                 "--rounds" => a.rounds = val("--rounds") as usize,
                 "--normal" => a.normal = Some(val("--normal")),
+                "--parallel" => a.parallel = true,
+                "--dtype" => {
+                    a.dtype = it.next().expect("--dtype needs a value");
+                    assert!(
+                        ["f32", "bf16", "f16"].contains(&a.dtype.as_str()),
+                        "--dtype: f32, bf16 or f16"
+                    );
+                }
                 _ => a.targets.push(s),
             }
         }

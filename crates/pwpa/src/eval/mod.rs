@@ -476,18 +476,8 @@ impl Evaluator {
         unsafe {
             match lut {
                 None => self.run(src, dst, n),
-                Some(Lut::To16(t)) => {
-                    let dst = dst as *mut u16;
-                    for j in 0..n {
-                        dst.add(j).write(t[src16.add(j).read() as usize]);
-                    }
-                }
-                Some(Lut::To32(t)) => {
-                    let dst = dst as *mut u32;
-                    for j in 0..n {
-                        dst.add(j).write(t[src16.add(j).read() as usize]);
-                    }
-                }
+                Some(Lut::To16(t)) => lut_loop(t, src16, dst as *mut u16, n),
+                Some(Lut::To32(t)) => lut_loop(t, src16, dst as *mut u32, n),
             }
         }
     }
@@ -531,4 +521,62 @@ impl Evaluator {
         // SAFETY: forwarded.
         unsafe { prepared::portable(&self.prepared, &self.table, src, dst, n) };
     }
+}
+
+/// Calls of at least this many elements through a result table store non-temporally
+/// (on x86-64): as the f32 kernels' large outputs do, no read for ownership of output
+/// lines that are overwritten whole.
+const LUT_NT_MIN: usize = 1 << 20;
+/// Results staged in L1 between the lookups and the non-temporal stores.
+const LUT_STAGE: usize = 1024;
+
+/// `dst[j] = t[src[j]]` for j < n.
+///
+/// # Safety
+/// `src` valid for `n` reads and `dst` for `n` writes (aligned for O); the buffers do not
+/// overlap or are the same (each block of inputs is read before its results are written).
+unsafe fn lut_loop<O: Copy + Default>(t: &[O; 65536], src: *const u16, dst: *mut O, n: usize) {
+    let plain = |src: *const u16, dst: *mut O, n: usize| {
+        for j in 0..n {
+            // SAFETY: j < n, by the contract.
+            unsafe { dst.add(j).write(t[src.add(j).read() as usize]) };
+        }
+    };
+    #[cfg(target_arch = "x86_64")]
+    if n >= LUT_NT_MIN {
+        use std::arch::x86_64::{__m128i, _mm_load_si128, _mm_sfence, _mm_stream_si128};
+        #[repr(C, align(64))]
+        struct Stage<O>([O; LUT_STAGE]);
+        let size = std::mem::size_of::<O>();
+        // The elements before dst's first 16-byte boundary, then whole staged blocks
+        // stored 16 bytes at a time, then the rest.
+        let head = (((16 - dst as usize % 16) % 16) / size).min(n);
+        plain(src, dst, head);
+        let blocks = (n - head) / LUT_STAGE;
+        let mut stage = Stage([O::default(); LUT_STAGE]);
+        for b in 0..blocks {
+            let j = head + b * LUT_STAGE;
+            // SAFETY: elements j .. j + LUT_STAGE are below n; dst + j is 16-byte aligned
+            // (head brought it there, and LUT_STAGE · size is a multiple of 16); the
+            // stage is 64-byte aligned and LUT_STAGE · size bytes long.
+            unsafe {
+                for (k, r) in stage.0.iter_mut().enumerate() {
+                    *r = t[src.add(j + k).read() as usize];
+                }
+                let (s, d) = (stage.0.as_ptr() as *const __m128i, dst.add(j) as *mut __m128i);
+                for k in 0..LUT_STAGE * size / 16 {
+                    _mm_stream_si128(d.add(k), _mm_load_si128(s.add(k)));
+                }
+            }
+        }
+        let done = head + blocks * LUT_STAGE;
+        // SAFETY: the rest, below n.
+        plain(unsafe { src.add(done) }, unsafe { dst.add(done) }, n - done);
+        // Non-temporal stores are weakly ordered: fence them before the caller (or
+        // another thread, after rayon's join) reads the output.
+        // SAFETY: SSE2, part of x86-64.
+        unsafe { _mm_sfence() };
+        return;
+    }
+    plain(src, dst, n);
 }
