@@ -10,8 +10,9 @@
 //! ([`Backend::detect`]) and can be forced ([`Evaluator::with_backend`]). Large
 //! inputs are split over rayon's pool. For f16 and bf16 inputs of at least [`LUT_THRESHOLD`] elements the
 //! evaluator computes all 65,536 results once with its kernel, keeps them (128 or
-//! 256 KiB per type pair) and then only looks them up. Apart from those tables,
-//! nothing is allocated beyond the caller's output.
+//! 256 KiB per type pair) and then only looks them up (calls of 2^20 elements and more
+//! through a 1,024-element stage on the stack and non-temporal stores, on x86-64).
+//! Apart from those tables, nothing is allocated beyond the caller's output.
 //!
 //! ```
 //! use pwpa::eval::{Evaluator, Parallelism};
@@ -563,7 +564,10 @@ unsafe fn lut_loop<O: Copy + Default>(t: &[O; 65536], src: *const u16, dst: *mut
                 for (k, r) in stage.0.iter_mut().enumerate() {
                     *r = t[src.add(j + k).read() as usize];
                 }
-                let (s, d) = (stage.0.as_ptr() as *const __m128i, dst.add(j) as *mut __m128i);
+                let (s, d) = (
+                    stage.0.as_ptr() as *const __m128i,
+                    dst.add(j) as *mut __m128i,
+                );
                 for k in 0..LUT_STAGE * size / 16 {
                     _mm_stream_si128(d.add(k), _mm_load_si128(s.add(k)));
                 }
