@@ -517,68 +517,70 @@ fn large_f32_outputs_equal_oracle() {
     }
 }
 
-/// 16-bit inputs of 2^20 elements and more go through the result table into an L1 stage
-/// and out with 16-byte non-temporal stores after an unaligned head: every misalignment of
-/// the output (0 … 7 halves, 0 … 3 floats past a 16-byte boundary), 16-bit and f32
-/// outputs, in place and out of place, one call (sequential) and rayon's tasks.
+/// 16-bit inputs of 2^16 elements and more go through the result table, 16 bytes of
+/// results at a time after an unaligned head, from 2^20 elements with non-temporal stores:
+/// both sizes, every misalignment of the output (0 … 7 halves, 0 … 3 floats past a 16-byte
+/// boundary), 16-bit and f32 outputs, in place and out of place, one call (sequential) and
+/// rayon's tasks.
 #[test]
 fn large_16_bit_inputs_equal_oracle() {
-    let n = (1 << 20) + 1037; // not a multiple of the 1024-element stage
     let t = random_table(22, 200, 4, false);
-    let mut rng = StdRng::seed_from_u64(6);
-    let xs = spread_inputs(&t, &mut rng, n);
-    let xb: Vec<bf16> = xs.iter().map(|&x| bf16::from_f32(x)).collect();
-    let xh: Vec<f16> = xs.iter().map(|&x| f16::from_f32(x)).collect();
-    let want_bb: Vec<u16> = xb
-        .iter()
-        .map(|&x| t.eval::<bf16, bf16>(x).to_bits())
-        .collect();
-    let want_hb: Vec<u16> = xh
-        .iter()
-        .map(|&x| t.eval::<f16, bf16>(x).to_bits())
-        .collect();
-    let want_h32: Vec<u32> = xh
-        .iter()
-        .map(|&x| t.eval::<f16, f32>(x).to_bits())
-        .collect();
-    let mut buf16 = vec![bf16::ZERO; n + 8];
-    let mut buf32 = vec![0f32; n + 4];
-    let base16 = (buf16.as_ptr() as usize % 16) / 2;
-    let base32 = (buf32.as_ptr() as usize % 16) / 4;
-    for ev in evaluators(&t, &[Parallelism::Sequential, Parallelism::Rayon]) {
-        let b = ev.backend();
-        for mis in 0..8 {
-            let off = (8 + mis - base16) % 8;
-            let out = &mut buf16[off..off + n];
-            ev.eval(&xb, out).unwrap();
-            let bad = out
-                .iter()
-                .zip(&want_bb)
-                .position(|(y, &w)| y.to_bits() != w);
-            assert_eq!(bad, None, "{b:?} bf16 -> bf16, offset {mis}");
-            ev.eval(&xh, out).unwrap();
-            let bad = out
-                .iter()
-                .zip(&want_hb)
-                .position(|(y, &w)| y.to_bits() != w);
-            assert_eq!(bad, None, "{b:?} f16 -> bf16, offset {mis}");
-            out.copy_from_slice(&xb);
-            ev.eval_in_place(out);
-            let bad = out
-                .iter()
-                .zip(&want_bb)
-                .position(|(y, &w)| y.to_bits() != w);
-            assert_eq!(bad, None, "{b:?} bf16 in place, offset {mis}");
-        }
-        for mis in 0..4 {
-            let off = (4 + mis - base32) % 4;
-            let out = &mut buf32[off..off + n];
-            ev.eval(&xh, out).unwrap();
-            let bad = out
-                .iter()
-                .zip(&want_h32)
-                .position(|(y, &w)| y.to_bits() != w);
-            assert_eq!(bad, None, "{b:?} f16 -> f32, offset {mis}");
+    for n in [70_001, (1 << 20) + 1037] {
+        let mut rng = StdRng::seed_from_u64(6);
+        let xs = spread_inputs(&t, &mut rng, n);
+        let xb: Vec<bf16> = xs.iter().map(|&x| bf16::from_f32(x)).collect();
+        let xh: Vec<f16> = xs.iter().map(|&x| f16::from_f32(x)).collect();
+        let want_bb: Vec<u16> = xb
+            .iter()
+            .map(|&x| t.eval::<bf16, bf16>(x).to_bits())
+            .collect();
+        let want_hb: Vec<u16> = xh
+            .iter()
+            .map(|&x| t.eval::<f16, bf16>(x).to_bits())
+            .collect();
+        let want_h32: Vec<u32> = xh
+            .iter()
+            .map(|&x| t.eval::<f16, f32>(x).to_bits())
+            .collect();
+        let mut buf16 = vec![bf16::ZERO; n + 8];
+        let mut buf32 = vec![0f32; n + 4];
+        let base16 = (buf16.as_ptr() as usize % 16) / 2;
+        let base32 = (buf32.as_ptr() as usize % 16) / 4;
+        for ev in evaluators(&t, &[Parallelism::Sequential, Parallelism::Rayon]) {
+            let b = ev.backend();
+            for mis in 0..8 {
+                let off = (8 + mis - base16) % 8;
+                let out = &mut buf16[off..off + n];
+                ev.eval(&xb, out).unwrap();
+                let bad = out
+                    .iter()
+                    .zip(&want_bb)
+                    .position(|(y, &w)| y.to_bits() != w);
+                assert_eq!(bad, None, "{b:?} n {n} bf16 -> bf16, offset {mis}");
+                ev.eval(&xh, out).unwrap();
+                let bad = out
+                    .iter()
+                    .zip(&want_hb)
+                    .position(|(y, &w)| y.to_bits() != w);
+                assert_eq!(bad, None, "{b:?} n {n} f16 -> bf16, offset {mis}");
+                out.copy_from_slice(&xb);
+                ev.eval_in_place(out);
+                let bad = out
+                    .iter()
+                    .zip(&want_bb)
+                    .position(|(y, &w)| y.to_bits() != w);
+                assert_eq!(bad, None, "{b:?} n {n} bf16 in place, offset {mis}");
+            }
+            for mis in 0..4 {
+                let off = (4 + mis - base32) % 4;
+                let out = &mut buf32[off..off + n];
+                ev.eval(&xh, out).unwrap();
+                let bad = out
+                    .iter()
+                    .zip(&want_h32)
+                    .position(|(y, &w)| y.to_bits() != w);
+                assert_eq!(bad, None, "{b:?} n {n} f16 -> f32, offset {mis}");
+            }
         }
     }
 }
