@@ -562,7 +562,8 @@ unsafe fn lut_loop<O: Copy>(t: &[O; 65536], src: *const u16, dst: *mut O, n: usi
 /// before dst's first 16-byte boundary and after the last whole 16 bytes go through
 /// `plain`. Measured on Zen 4 (`bench/cpu_lab/ab.sh --dtype bf16|f16`, 2026-11-23):
 /// register assembly 0.55-0.84 of the time of a scalar loop (through a staging buffer
-/// with non-temporal stores at 2^20 and more), 64-bit input loads another 0.69-0.79.
+/// with non-temporal stores at 2^20 and more), 64-bit input loads another 0.69-0.77
+/// (minimum over interleaved rounds; medians 0.74-0.92).
 ///
 /// # Safety
 /// As [`lut_loop`].
