@@ -727,6 +727,15 @@ fn wsub_override() -> Option<u32> {
     env_value(&WSUB, "PWPA_CUDA_WSUB", |w| *w <= 64)
 }
 
+/// PWPA_CUDA_GRID (tuning; read once per process): the streaming kernels' grid is capped
+/// at this many times the blocks resident at once (1 to 1,000,000; unset: 1, a persistent
+/// grid). A large value launches one block (or taker group) per tile: every block stages
+/// the table and takes its tile's ticket in launch order.
+fn grid_factor() -> u64 {
+    static GRID: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    env_value(&GRID, "PWPA_CUDA_GRID", |g| (1..=1_000_000).contains(g)).unwrap_or(1)
+}
+
 /// Most chunks in flight per thread with warp compaction of exp2-tail elements (its
 /// shared buffer holds a float per element of a thread's tile, and a tile's elements are
 /// one bit each of a 32-bit mask).
@@ -1805,7 +1814,7 @@ impl CudaTable {
             0 => self.backend.occupancy(f, block, smem),
             b => b.min(self.backend.occupancy(f, block, smem)),
         };
-        let full = per_sm as u64 * self.backend.multiprocessors() as u64;
+        let full = per_sm as u64 * self.backend.multiprocessors() as u64 * grid_factor();
         let ntiles = nchunks.div_ceil(tile);
         let grid = ntiles
             .div_ceil(takers as u64)
