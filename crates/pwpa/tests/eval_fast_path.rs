@@ -552,37 +552,34 @@ fn large_16_bit_inputs_equal_oracle() {
                 let off = (8 + mis - base16) % 8;
                 let out = &mut buf16[off..off + n];
                 ev.eval(&xb, out).unwrap();
-                let bad = out
-                    .iter()
-                    .zip(&want_bb)
-                    .position(|(y, &w)| y.to_bits() != w);
+                let bad = first_diff(out, &want_bb, bf16::to_bits);
                 assert_eq!(bad, None, "{b:?} n {n} bf16 -> bf16, offset {mis}");
                 ev.eval(&xh, out).unwrap();
-                let bad = out
-                    .iter()
-                    .zip(&want_hb)
-                    .position(|(y, &w)| y.to_bits() != w);
+                let bad = first_diff(out, &want_hb, bf16::to_bits);
                 assert_eq!(bad, None, "{b:?} n {n} f16 -> bf16, offset {mis}");
                 out.copy_from_slice(&xb);
                 ev.eval_in_place(out);
-                let bad = out
-                    .iter()
-                    .zip(&want_bb)
-                    .position(|(y, &w)| y.to_bits() != w);
+                let bad = first_diff(out, &want_bb, bf16::to_bits);
                 assert_eq!(bad, None, "{b:?} n {n} bf16 in place, offset {mis}");
             }
             for mis in 0..4 {
                 let off = (4 + mis - base32) % 4;
                 let out = &mut buf32[off..off + n];
                 ev.eval(&xh, out).unwrap();
-                let bad = out
-                    .iter()
-                    .zip(&want_h32)
-                    .position(|(y, &w)| y.to_bits() != w);
+                let bad = first_diff(out, &want_h32, f32::to_bits);
                 assert_eq!(bad, None, "{b:?} n {n} f16 -> f32, offset {mis}");
             }
         }
     }
+}
+
+/// The first index where `bits(out[i])` differs from `want[i]`.
+fn first_diff<Y: Copy, W: PartialEq>(
+    out: &[Y],
+    want: &[W],
+    bits: impl Fn(Y) -> W,
+) -> Option<usize> {
+    out.iter().zip(want).position(|(&y, w)| bits(y) != *w)
 }
 
 #[test]
