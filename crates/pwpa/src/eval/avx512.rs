@@ -36,6 +36,7 @@ use std::arch::x86_64::*;
 
 use super::avx2::{BF16, F16, F32};
 use super::prepared::{Prepared, TailK};
+use super::NT_MIN;
 use crate::table::EXP2_POLY_BITS;
 
 /// `for v in 0..K { body }`, unrolled in the source: each copy sees `v` as a constant,
@@ -815,11 +816,6 @@ unsafe fn by_layout<const TI: u8, const TO: u8>(
         }
     }
 }
-
-/// Calls of at least this many elements with f32 output store non-temporally (4 MiB
-/// of output: rayon's tasks for inputs of 2^24 elements and more; smaller outputs may
-/// still be in cache when the caller reads them).
-const NT_MIN: usize = 1 << 20;
 
 /// Runs the AVX-512 kernel for element kinds `ti` → `to`.
 ///

@@ -525,10 +525,13 @@ impl Evaluator {
     }
 }
 
-/// Calls of at least this many elements through a result table store non-temporally
-/// (on x86-64): as the f32 kernels' large outputs do, no read for ownership of output
-/// lines that are overwritten whole.
-const LUT_NT_MIN: usize = 1 << 20;
+/// Kernel calls (the AVX-512 kernels with f32 output, and result-table lookups on x86-64)
+/// of at least this many elements store non-temporally: no read for ownership of output
+/// lines that are overwritten whole. 2^20 elements (4 MiB of f32, 2 MiB of 16-bit output)
+/// are rayon's tasks for inputs of 2^24 and more; smaller outputs may still be in cache
+/// when the caller reads them.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+const NT_MIN: usize = 1 << 20;
 
 /// `dst[j] = t[src[j]]` for j < n.
 ///
@@ -545,7 +548,7 @@ unsafe fn lut_loop<O: Copy>(t: &[O; 65536], src: *const u16, dst: *mut O, n: usi
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: forwarded contract.
-        if n >= LUT_NT_MIN {
+        if n >= NT_MIN {
             unsafe { lut_x86::<O, true>(t, src, dst, n, plain) };
         } else {
             unsafe { lut_x86::<O, false>(t, src, dst, n, plain) };
