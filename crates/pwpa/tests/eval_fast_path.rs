@@ -707,9 +707,27 @@ fn grad_mul_equals_oracle() {
 #[test]
 fn midpoint_anchor_tables_equal_oracle() {
     for (lo, hi) in [(-8.0f32, 8.0f32), (-3.25, 8.0), (0.0, 1.0), (-20.0, 4.0)] {
-        // 300 and 4096: the per-lane row loads (coefficient-only rows when computed).
+        // 256 (D ≥ 2), 300 and 4096: the per-lane row loads (coefficient-only rows when
+        // computed; D = 1 … 3 with computed anchors have kernels of their own).
         for p in [1usize, 16, 100, 256, 300, 4096] {
-            for d in [0usize, 3, 4, 7, 8, 15] {
+            for d in [0usize, 1, 2, 3, 4, 7, 8, 15] {
+                // Each side's tail cycles through the kinds (the kernels blend them in).
+                let tails = [
+                    Tail::Clamp,
+                    Tail::Extend,
+                    Tail::Constant { value: 0.0 },
+                    Tail::Linear {
+                        slope: 1.0,
+                        intercept: 0.25,
+                    },
+                    Tail::Exp2 {
+                        negative: false,
+                        anchor: lo,
+                        coeffs: vec![1.5, -2.0],
+                    },
+                ];
+                let left = tails[(p + d) % tails.len()].clone();
+                let right = tails[(p / 3 + 2 * d + 1) % tails.len()].clone();
                 let b = Breakpoints::uniform(lo, hi, p).unwrap();
                 let mut anchors = Table::midpoint_anchors(&b);
                 let coeffs: Vec<f32> = (0..p * (d + 1))
@@ -724,8 +742,8 @@ fn midpoint_anchor_tables_equal_oracle() {
                         d,
                         anchors.clone(),
                         coeffs.clone(),
-                        Tail::Clamp,
-                        Tail::Extend,
+                        left.clone(),
+                        right.clone(),
                     )
                     .unwrap();
                     check_table(&t, p as u64 * 31 + d as u64, 500).unwrap();
