@@ -708,7 +708,7 @@ fn grad_mul_equals_oracle() {
 fn midpoint_anchor_tables_equal_oracle() {
     for (lo, hi) in [(-8.0f32, 8.0f32), (-3.25, 8.0), (0.0, 1.0), (-20.0, 4.0)] {
         // 256 (D ≥ 2), 300 and 4096: the per-lane row loads (coefficient-only rows when
-        // computed; D = 1 … 3 with computed anchors have kernels of their own).
+        // the anchors are computed: 4 floats wide up to D = 3).
         for p in [1usize, 16, 100, 256, 300, 4096] {
             for d in [0usize, 1, 2, 3, 4, 7, 8, 15] {
                 // Each side's tail cycles through the kinds (the kernels blend them in).
