@@ -480,14 +480,8 @@ fn large_f32_outputs_equal_oracle() {
     let mut rng = StdRng::seed_from_u64(5);
     let xs = spread_inputs(&t, &mut rng, n);
     let xb: Vec<bf16> = xs.iter().map(|&x| bf16::from_f32(x)).collect();
-    let want: Vec<u32> = xs
-        .iter()
-        .map(|&x| t.eval::<f32, f32>(x).to_bits())
-        .collect();
-    let want_b: Vec<u32> = xb
-        .iter()
-        .map(|&x| t.eval::<bf16, f32>(x).to_bits())
-        .collect();
+    let want = oracle_bits(&t, &xs, f32::to_bits);
+    let want_b = oracle_bits(&t, &xb, f32::to_bits);
     let mut buf = vec![0f32; n + 16];
     // The offset of `buf` itself within a 64-byte line.
     let base = (buf.as_ptr() as usize % 64) / 4;
@@ -496,7 +490,7 @@ fn large_f32_outputs_equal_oracle() {
             let off = (16 + mis - base) % 16;
             let out = &mut buf[off..off + n];
             ev.eval(&xs, out).unwrap();
-            let bad = out.iter().zip(&want).position(|(y, &w)| y.to_bits() != w);
+            let bad = first_diff(out, &want, f32::to_bits);
             assert_eq!(
                 bad,
                 None,
@@ -505,14 +499,14 @@ fn large_f32_outputs_equal_oracle() {
             );
             out.copy_from_slice(&xs);
             ev.eval_in_place(out);
-            let bad = out.iter().zip(&want).position(|(y, &w)| y.to_bits() != w);
+            let bad = first_diff(out, &want, f32::to_bits);
             assert_eq!(bad, None, "{:?} f32 in place, offset {mis}", ev.backend());
         }
         // 16-bit inputs of this size go through the evaluator's result table; the
         // kernel call that fills it is small. Still: the same results.
         let out = &mut buf[..n];
         ev.eval(&xb, out).unwrap();
-        let bad = out.iter().zip(&want_b).position(|(y, &w)| y.to_bits() != w);
+        let bad = first_diff(out, &want_b, f32::to_bits);
         assert_eq!(bad, None, "{:?} bf16 -> f32", ev.backend());
     }
 }
@@ -530,18 +524,9 @@ fn large_16_bit_inputs_equal_oracle() {
         let xs = spread_inputs(&t, &mut rng, n);
         let xb: Vec<bf16> = xs.iter().map(|&x| bf16::from_f32(x)).collect();
         let xh: Vec<f16> = xs.iter().map(|&x| f16::from_f32(x)).collect();
-        let want_bb: Vec<u16> = xb
-            .iter()
-            .map(|&x| t.eval::<bf16, bf16>(x).to_bits())
-            .collect();
-        let want_hb: Vec<u16> = xh
-            .iter()
-            .map(|&x| t.eval::<f16, bf16>(x).to_bits())
-            .collect();
-        let want_h32: Vec<u32> = xh
-            .iter()
-            .map(|&x| t.eval::<f16, f32>(x).to_bits())
-            .collect();
+        let want_bb = oracle_bits(&t, &xb, bf16::to_bits);
+        let want_hb = oracle_bits(&t, &xh, bf16::to_bits);
+        let want_h32 = oracle_bits(&t, &xh, f32::to_bits);
         let mut buf16 = vec![bf16::ZERO; n + 8];
         let mut buf32 = vec![0f32; n + 4];
         let base16 = (buf16.as_ptr() as usize % 16) / 2;
@@ -571,6 +556,11 @@ fn large_16_bit_inputs_equal_oracle() {
             }
         }
     }
+}
+
+/// The oracle's result for every input (output type Y), as `bits` of it.
+fn oracle_bits<X: Element, Y: Element, B>(t: &Table, xs: &[X], bits: impl Fn(Y) -> B) -> Vec<B> {
+    xs.iter().map(|&x| bits(t.eval::<X, Y>(x))).collect()
 }
 
 /// The first index where `bits(out[i])` differs from `want[i]`.
