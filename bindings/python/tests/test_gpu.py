@@ -156,6 +156,32 @@ def test_fused_value_and_derivative_equals_separate(random_table, dtype):
     assert torch.equal(bits(dy), bits(random_table.derivative()(x)))
 
 
+def test_layouts_second_derivatives_and_vmap_cuda_equal_cpu(random_table):
+    """channels_last in, channels_last out (evaluated in memory order), the fused value and
+    derivative on it, second derivatives and per-sample gradients: the same bits as on
+    the CPU."""
+    x = (torch.randn(2, 8, 16, 16, generator=torch.Generator().manual_seed(3)) * 4).contiguous(
+        memory_format=torch.channels_last
+    )
+    y = random_table(x.cuda())
+    assert y.stride() == x.stride()
+    assert torch.equal(bits(y), bits(random_table(x)))
+    y2, dy = pt.value_and_derivative(x.cuda(), random_table)
+    assert torch.equal(bits(y2), bits(y))
+    assert torch.equal(bits(dy), bits(random_table.derivative()(x)))
+
+    def second(v):
+        v = v.clone().requires_grad_()
+        (g,) = torch.autograd.grad(random_table(v).sum(), v, create_graph=True)
+        (h,) = torch.autograd.grad((g * g).sum(), v)
+        return g, h
+
+    for a, b in zip(second(x.cuda()), second(x)):
+        assert torch.equal(bits(a), bits(b))
+    per = torch.func.vmap(torch.func.grad(lambda v: random_table(v).sum()))
+    assert torch.equal(bits(per(x.cuda().flatten(1))), bits(per(x.flatten(1))))
+
+
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_cuda_graph_capture_and_concurrent_replay(sigmoid_table, tanh_table_arbitrary, dtype):
     """pwpa launches captured into CUDA graphs replay correctly, also two graphs captured

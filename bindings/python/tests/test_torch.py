@@ -2,6 +2,7 @@
 differences, torch.compile(fullgraph=True), the PwPA module, replace_activations."""
 
 import copy
+import warnings
 import gc
 
 import numpy as np
@@ -30,6 +31,9 @@ def test_opcheck(random_table, dtype):
     torch.library.opcheck(torch.ops.pwpa.eval.default, (xg, random_table.handle))
     g = torch.ones_like(x)
     torch.library.opcheck(torch.ops.pwpa.eval_backward.default, (g, x, random_table.handle))
+    # the backward op's own autograd (second derivatives)
+    gg = torch.linspace(-1, 1, x.numel()).to(dtype).requires_grad_(dtype == torch.float32)
+    torch.library.opcheck(torch.ops.pwpa.eval_backward.default, (gg, xg, random_table.handle))
 
 
 def test_forward_is_the_table(sigmoid_table):
@@ -223,3 +227,105 @@ def test_out_with_autograd_is_refused(random_table):
         random_table(x, out=torch.empty(3))
     with torch.no_grad():
         random_table(x, out=torch.empty(3))
+
+
+# ---- second derivatives, torch.func, memory layouts ------------------------------------------
+
+
+def _ref(table, x):
+    """The numpy oracle (conftest.reference_eval) as a float32 tensor shaped like x."""
+    return torch.from_numpy(reference_eval(table, x.detach().float().numpy()).reshape(tuple(x.shape)))
+
+
+def test_second_derivative_is_the_second_derivative_table(random_table):
+    """d/dx of the gradient: the backward op's own backward is grad * f''(x); with unit
+    upstream gradients both products are exact, so the result is the table of f''."""
+    x = torch.from_numpy(centres(random_table)).requires_grad_()
+    (g,) = torch.autograd.grad(random_table(x).sum(), x, create_graph=True)
+    assert torch.equal(g, _ref(random_table.derivative(), x))
+    (h,) = torch.autograd.grad(g.sum(), x)
+    assert torch.equal(h, _ref(random_table.derivative().derivative(), x))
+    # A degree-1 table: f'' is zero (the derivative of its constant derivative pieces).
+    lin = pwpa.Table({"lo": -1.0, "hi": 1.0, "partitions": 4}, np.arange(8.0).reshape(4, 2))
+    xl = torch.linspace(-0.9, 0.9, 7, requires_grad=True)
+    (gl,) = torch.autograd.grad(lin(xl).sum(), xl, create_graph=True)
+    (hl,) = torch.autograd.grad(gl.sum(), xl)
+    assert torch.equal(hl, torch.zeros(7))
+
+
+def test_gradient_penalty_reaches_the_parameters(sigmoid_table):
+    """A gradient penalty: loss = sum((dy/dx)^2) with y = f(w x); its gradient in w is
+    sum(2 g (f'(w x) + w x f''(w x))), checked against the f64 products of the oracle's
+    f' and f'' tables."""
+    x = torch.from_numpy(centres(sigmoid_table, 2) / 2).requires_grad_()
+    w = torch.tensor(1.5, requires_grad=True)
+    (gx,) = torch.autograd.grad(sigmoid_table(w * x).sum(), x, create_graph=True)
+    (gx**2).sum().backward()
+    u = (w * x).detach().numpy().astype(np.float32)
+    d1 = reference_eval(sigmoid_table.derivative(), u).astype(np.float64)
+    d2 = reference_eval(sigmoid_table.derivative().derivative(), u).astype(np.float64)
+    xs = x.detach().numpy().astype(np.float64)
+    g = 1.5 * d1
+    want = np.sum(2 * g * (d1 + 1.5 * xs * d2))
+    np.testing.assert_allclose(w.grad.item(), want, rtol=1e-5)
+
+
+def test_torch_func_grad_jacrev_hessian_and_vmap(random_table):
+    x = torch.from_numpy(centres(random_table, 3)[:24].copy())
+    d1 = _ref(random_table.derivative(), x)
+    d2 = _ref(random_table.derivative().derivative(), x)
+    assert torch.equal(torch.func.grad(lambda v: random_table(v).sum())(x), d1)
+    assert torch.equal(torch.func.jacrev(lambda v: pt.pwpa_eval(v, random_table))(x), torch.diag(d1))
+    assert torch.equal(torch.func.hessian(lambda v: random_table(v).sum())(x), torch.diag(d2))
+    assert torch.equal(torch.func.jacfwd(random_table)(x), torch.diag(d1))
+    # forward-mode AD outside torch.func: the tangent is f'(x) * tangent
+    import torch.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level():
+        y = random_table(fwAD.make_dual(x, torch.ones_like(x)))
+        assert torch.equal(fwAD.unpack_dual(y).tangent, d1)
+    xb = x.reshape(4, 6)
+    with warnings.catch_warnings():
+        # no "performance drop ... batching rule" fallback: the ops have batching rules
+        warnings.simplefilter("error")
+        assert torch.equal(torch.vmap(pt.PwPA(random_table))(xb), _ref(random_table, xb))
+        assert torch.equal(torch.vmap(random_table, in_dims=1)(xb).t(), _ref(random_table, xb))
+        # per-sample gradients: vmap over grad (the backward op batched with its input)
+        per = torch.func.vmap(torch.func.grad(lambda v: random_table(v).sum()))(xb)
+        assert torch.equal(per, d1.reshape(4, 6))
+        # the op itself under vmap (its registered batching rule)
+        assert torch.equal(torch.vmap(lambda v: torch.ops.pwpa.eval(v, random_table.handle))(xb), _ref(random_table, xb))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_outputs_keep_the_input_layout(random_table, dtype):
+    """channels_last and transposed (dense) inputs give outputs and gradients of the same
+    strides, evaluated without a copy; a strided (non-dense) view gives contiguous ones.
+    Values always equal the oracle's."""
+    base = torch.linspace(-4, 6, 2 * 3 * 4 * 5).reshape(2, 3, 4, 5).to(dtype)
+    cl = base.contiguous(memory_format=torch.channels_last)
+    tr = base.reshape(6, 20).t()
+    gap = base.reshape(6, 20)[:, ::3]
+    for x, keeps in [(cl, True), (tr, True), (gap, False)]:
+        xg = x.detach().clone().requires_grad_(dtype == torch.float32) if keeps else x
+        y = random_table(xg)
+        assert y.shape == x.shape
+        if keeps:
+            assert y.stride() == x.stride()
+        else:
+            assert y.is_contiguous()
+        assert torch.equal(y.float(), _ref(random_table, x).to(dtype).float())
+        if keeps and dtype == torch.float32:
+            y.sum().backward()
+            assert xg.grad.stride() == x.stride()
+            assert torch.equal(xg.grad, _ref(random_table.derivative(), x))
+    assert random_table(cl).is_contiguous(memory_format=torch.channels_last)
+    # the backward of a sum passes expanded ones: the gradient takes x's layout
+    xr = cl.detach().clone().requires_grad_()
+    (g,) = torch.autograd.grad(random_table(xr).sum(), xr)
+    assert g.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(g.float(), _ref(random_table.derivative(), cl).to(dtype).float())
+    # out= with a layout different from the input's still gets the right values
+    out = torch.empty(2, 3, 4, 5, dtype=dtype)
+    random_table(cl, out=out)
+    assert torch.equal(out.float(), _ref(random_table, base).to(dtype).float())

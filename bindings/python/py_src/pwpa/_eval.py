@@ -48,6 +48,30 @@ def cuda_target(device: Any) -> tuple:
     return index, int(torch.cuda.current_stream(device).cuda_stream)
 
 
+def _dense(t: Any) -> bool:
+    """Whether t's elements fill its storage span without gaps or overlap, in some order
+    of its dimensions (contiguous, channels_last, a transpose, ...): then the element
+    of memory position k of t is element k of a tensor of t's strides, so an element-wise
+    pass can run over the raw memory. (Dimensions of size 1 do not count.)"""
+    expected = 1
+    dims = [(sz, st) for sz, st in zip(t.shape, t.stride()) if sz != 1]
+    for size, stride in sorted(dims, key=lambda p: p[1]):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _same_layout(*ts: Any) -> bool:
+    """Whether the tensors (one shape) are dense with the same strides (ignoring size-1
+    dimensions), so that one pass over their raw memory pairs their elements."""
+    first = ts[0]
+    if not _dense(first):
+        return False
+    key = [st for sz, st in zip(first.shape, first.stride()) if sz != 1]
+    return all(_dense(t) and [st for sz, st in zip(t.shape, t.stride()) if sz != 1] == key for t in ts[1:])
+
+
 def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:
     """Evaluates ``table`` on tensor ``x`` into tensor ``y`` (same shape and device;
     dtypes f32/f16/bf16, possibly different). No autograd. Returns ``y``."""
@@ -61,8 +85,13 @@ def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:
     if tuple(x.shape) != tuple(y.shape):
         raise ShapeError(f"output shape {tuple(y.shape)} differs from input shape {tuple(x.shape)}")
     check_device(x.device)
-    xc = x.contiguous()
-    target = y if y.is_contiguous() else torch.empty(y.shape, dtype=y.dtype, device=y.device)
+    if _same_layout(x, y):
+        # Dense, same strides (contiguous, channels_last, ...): element k of the memory
+        # of x goes to element k of the memory of y, no copy.
+        xc, target = x, y
+    else:
+        xc = x.contiguous()
+        target = y if y.is_contiguous() else torch.empty(y.shape, dtype=y.dtype, device=y.device)
     n = xc.numel()
     native = table._native
     if n > 0:
@@ -94,9 +123,15 @@ def grad_mul_into(deriv: Any, x: Any, grad: Any, out: Any) -> Any:
             f"input {tuple(x.shape)}, gradient {tuple(grad.shape)} and output {tuple(out.shape)} shapes differ"
         )
     check_device(x.device)
-    xc = x.contiguous()
-    gc = grad.contiguous()
-    target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    if _same_layout(x, out):
+        # x and out dense with one layout: the gradient is brought to it if it has
+        # another (e.g. the expanded ones of a sum's backward), then one pass in place.
+        xc, target = x, out
+        gc = grad if _same_layout(x, grad) else torch.empty_like(x, dtype=grad.dtype).copy_(grad)
+    else:
+        xc = x.contiguous()
+        gc = grad.contiguous()
+        target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     n = xc.numel()
     native = deriv._native
     if n > 0:

@@ -1,9 +1,20 @@
 """PyTorch integration: the ``pwpa::eval`` custom op (fake kernel for torch.compile,
-autograd through the table's derivative), the :class:`PwPA` module and
-:func:`replace_activations`.
+autograd through the table's derivative, a batching rule for vmap), the :class:`PwPA`
+module and :func:`replace_activations`.
 
 The op takes the input tensor and an int table handle (``Table.handle``), so a
 compiled graph carries no Python object and has no graph break.
+
+:func:`pwpa_eval` and :class:`PwPA` go through an ``autograd.Function`` with
+``setup_context`` and ``vmap`` around the ops, so that ``torch.func`` transforms
+(``grad``, ``vmap``, ``jacrev``, ``hessian``) work as well: functorch rejects the
+``autograd.Function`` that ``register_autograd`` generates (pytorch/pytorch#168393).
+The backward op has a backward too (through the second derivative), so second
+derivatives (gradient penalties, Hessian-vector products) work.
+
+Outputs keep the input's memory layout (a channels_last input gives a channels_last
+output, like PyTorch's element-wise ops), and any dense input is evaluated in place in
+memory order, without a copy.
 """
 
 from __future__ import annotations
@@ -14,18 +25,20 @@ import torch
 from torch import nn
 
 from . import Table, _lookup
-from ._eval import cuda_target, eval_tensor_into, grad_mul_into, torch_code
+from ._eval import _dense, cuda_target, eval_tensor_into, grad_mul_into, torch_code
 
 __all__ = ["PwPA", "replace_activations", "pwpa_eval", "value_and_derivative"]
 
 
 def _out_like(x: torch.Tensor, dtype: torch.dtype = None) -> torch.Tensor:
-    return torch.empty(x.shape, dtype=dtype or x.dtype, device=x.device)
+    """An uninitialised tensor shaped like x, with x's strides when x is dense (as
+    ``torch.empty_like`` keeps them), else contiguous."""
+    return torch.empty_like(x, dtype=dtype or x.dtype, memory_format=torch.preserve_format)
 
 
 @torch.library.custom_op("pwpa::eval", mutates_args=())
 def _eval_op(x: torch.Tensor, table: int) -> torch.Tensor:
-    """y = table(x), same shape/dtype/device as x (contiguous)."""
+    """y = table(x), same shape/dtype/device as x (x's strides when x is dense)."""
     t = _lookup(table)
     y = _out_like(x)
     eval_tensor_into(t, x, y)
@@ -38,19 +51,29 @@ def _eval_fake(x: torch.Tensor, table: int) -> torch.Tensor:
     return _out_like(x)
 
 
+def _bw_out(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The backward op's output: grad's dtype, in grad's layout when grad is dense, else
+    in x's (a sum's backward passes expanded ones), else contiguous."""
+    return _out_like(grad if _dense(grad) or not _dense(x) else x, grad.dtype)
+
+
 @torch.library.custom_op("pwpa::eval_backward", mutates_args=())
 def _eval_backward_op(grad: torch.Tensor, x: torch.Tensor, table: int) -> torch.Tensor:
     """grad * table'(x): the derivative evaluated in f32, the product rounded in f32 and
     then once to grad's dtype — one fused pass (one kernel on CUDA), no f'(x) buffer."""
     d = _lookup(table).derivative()
-    out = torch.empty(grad.shape, dtype=grad.dtype, device=grad.device)
-    return grad_mul_into(d, x, grad, out)
+    return grad_mul_into(d, x, grad, _bw_out(grad, x))
 
 
 @_eval_backward_op.register_fake
 def _eval_backward_fake(grad: torch.Tensor, x: torch.Tensor, table: int) -> torch.Tensor:
     torch_code(x.dtype, "input")
-    return torch.empty(grad.shape, dtype=grad.dtype, device=grad.device)
+    return _bw_out(grad, x)
+
+
+def _deriv_handle(table: int) -> int:
+    """The handle of the table's derivative (cached on the table: stable while it lives)."""
+    return _lookup(table).derivative().handle
 
 
 def _setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
@@ -64,20 +87,150 @@ def _backward(ctx: Any, grad: torch.Tensor):
     return torch.ops.pwpa.eval_backward(grad, x, ctx.table), None
 
 
+def _bw_setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+    grad, x, table = inputs
+    ctx.save_for_backward(grad, x)
+    ctx.table = table
+
+
+def _bw_backward(ctx: Any, gg: torch.Tensor, bw: Callable = None):
+    # out = grad * f'(x): d out / d grad = f'(x), d out / d x = grad * f''(x), both as
+    # the backward op of a table (f' = this table's derivative, f'' its derivative's).
+    bw = bw or torch.ops.pwpa.eval_backward
+    grad, x = ctx.saved_tensors
+    d_grad = d_x = None
+    if ctx.needs_input_grad[0]:
+        d_grad = bw(gg, x, ctx.table)
+    if ctx.needs_input_grad[1]:
+        d_x = bw(gg * grad, x, _deriv_handle(ctx.table))
+    return d_grad, d_x, None
+
+
 _eval_op.register_autograd(_backward, setup_context=_setup_context)
+_eval_backward_op.register_autograd(_bw_backward, setup_context=_bw_setup_context)
+
+
+def _batched(t: torch.Tensor, bdim: Any, size: int) -> torch.Tensor:
+    """t with its vmap batch dimension first (expanded to `size` when t has none)."""
+    if bdim is None:
+        return t.expand(size, *t.shape)
+    return t.movedim(bdim, 0)
+
+
+def _bw_vmap(info: Any, in_dims: tuple, grad: torch.Tensor, x: torch.Tensor, table: int, bw: Callable):
+    """The batching rule of grad * f'(x) through `bw` (the op or its Function): both
+    batched at one dimension as they are, else both with the batch dimension first."""
+    gd, xd = in_dims[0], in_dims[1]
+    if gd == xd:
+        return bw(grad, x, table), gd
+    return bw(_batched(grad, gd, info.batch_size), _batched(x, xd, info.batch_size), table), 0
+
+
+# Batching rules: the ops are element-wise, so a batched input is evaluated whole.
+@torch.library.register_vmap("pwpa::eval")
+def _eval_vmap(info: Any, in_dims: tuple, x: torch.Tensor, table: int):
+    return torch.ops.pwpa.eval(x, table), in_dims[0]
+
+
+@torch.library.register_vmap("pwpa::eval_backward")
+def _eval_backward_vmap(info: Any, in_dims: tuple, grad: torch.Tensor, x: torch.Tensor, table: int):
+    return _bw_vmap(info, in_dims, grad, x, table, torch.ops.pwpa.eval_backward)
+
+
+class _Eval(torch.autograd.Function):
+    """``pwpa::eval`` for autograd and torch.func (see the module notes); eager only:
+    Dynamo does not trace an ``autograd.Function`` with a ``jvp``, so under
+    torch.compile the op is called directly (:func:`_apply`)."""
+
+    @staticmethod
+    def forward(x: torch.Tensor, table: int) -> torch.Tensor:
+        return torch.ops.pwpa.eval(x, table)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+        _setup_context(ctx, inputs, output)
+        ctx.save_for_forward(inputs[0])
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor):
+        (x,) = ctx.saved_tensors
+        return _EvalBackward.apply(grad, x, ctx.table), None
+
+    @staticmethod
+    def jvp(ctx: Any, x_t: torch.Tensor, _table_t: Any) -> torch.Tensor:
+        # forward mode (jacfwd, hessian): f'(x) * x_t
+        (x,) = ctx.saved_tensors
+        return _EvalBackward.apply(x_t, x, ctx.table)
+
+    @staticmethod
+    def vmap(info: Any, in_dims: tuple, x: torch.Tensor, table: int):
+        return _Eval.apply(x, table), in_dims[0]
+
+
+class _EvalBackward(torch.autograd.Function):
+    """``pwpa::eval_backward`` (grad * f'(x)) for autograd and torch.func."""
+
+    @staticmethod
+    def forward(grad: torch.Tensor, x: torch.Tensor, table: int) -> torch.Tensor:
+        return torch.ops.pwpa.eval_backward(grad, x, table)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+        _bw_setup_context(ctx, inputs, output)
+        ctx.save_for_forward(inputs[0], inputs[1])
+
+    @staticmethod
+    def backward(ctx: Any, gg: torch.Tensor):
+        return _bw_backward(ctx, gg, _EvalBackward.apply)
+
+    @staticmethod
+    def jvp(ctx: Any, g_t: Any, x_t: Any, _table_t: Any) -> torch.Tensor:
+        # d(g f'(x)) = g_t f'(x) + g f''(x) x_t
+        grad, x = ctx.saved_tensors
+        out = None
+        if g_t is not None:
+            out = _EvalBackward.apply(g_t, x, ctx.table)
+        if x_t is not None:
+            part = _EvalBackward.apply(grad * x_t, x, _deriv_handle(ctx.table))
+            out = part if out is None else out + part
+        return out if out is not None else torch.zeros_like(grad)
+
+    @staticmethod
+    def vmap(info: Any, in_dims: tuple, grad: torch.Tensor, x: torch.Tensor, table: int):
+        return _bw_vmap(info, in_dims, grad, x, table, _EvalBackward.apply)
+
+
+_wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+
+
+def _needs_function(x: torch.Tensor) -> bool:
+    """Whether x needs the autograd.Function (reverse or forward AD, a torch.func transform);
+    otherwise the op is called directly, which costs less than half as much per call
+    (on this development VM 24 against 60 us for 1000 elements on the CPU)."""
+    if torch.is_grad_enabled() and x.requires_grad:
+        return True
+    if _wrapped is None or _wrapped(x):
+        return True
+    return getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
+
+
+def _apply(x: torch.Tensor, handle: int) -> torch.Tensor:
+    if torch.compiler.is_compiling() or not _needs_function(x):
+        return torch.ops.pwpa.eval(x, handle)
+    return _Eval.apply(x, handle)
 
 
 def pwpa_eval(x: torch.Tensor, table: Union[Table, int]) -> torch.Tensor:
-    """Evaluates a table on a tensor through the ``pwpa::eval`` op (autograd, compile)."""
+    """Evaluates a table on a tensor (autograd to any order, torch.compile, torch.func)."""
     handle = table.handle if isinstance(table, Table) else int(table)
-    return torch.ops.pwpa.eval(x, handle)
+    return _apply(x, handle)
 
 
 def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.dtype = None):
     """(table(x), table'(x)) without autograd. On CUDA one fused kernel computes both
     (the derivative in ``derivative_dtype``, default x's dtype — the fused kernel writes
     both in one type); on CPU two passes. Same bits as evaluating each table separately."""
-    from ._eval import check_device
+    from ._eval import _same_layout, check_device
 
     torch_code(x.dtype, "input")
     check_device(x.device)
@@ -86,7 +239,12 @@ def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.
     y = _out_like(x)
     dy = _out_like(x, dt)
     if x.device.type == "cuda" and dt == x.dtype:
-        xc = x.contiguous()
+        # One pass over raw memory: x, y and dy in one dense layout (y and dy take x's).
+        if _same_layout(x, y, dy):
+            xc = x
+        else:
+            xc = x.contiguous()
+            y, dy = torch.empty_like(xc), torch.empty_like(xc)
         n = xc.numel()
         if n:
             index, stream = cuda_target(x.device)
@@ -125,7 +283,7 @@ class PwPA(nn.Module):
         self.handle = table.handle
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.pwpa.eval(x, self.handle)
+        return _apply(x, self.handle)
 
     def get_extra_state(self) -> Any:
         return {"pwpa_table": self.table.to_json()}
