@@ -175,6 +175,36 @@ def test_module_state_dict_carries_the_table(random_table, sigmoid_table):
     assert "P=10, D=3" in repr(m)
 
 
+def test_copies_outlive_the_original_and_torchscript_works():
+    """A deep copy or a torch.save'd model owns its table (its handle does not die with
+    the original's); torch.jit.script and torch.jit.trace record the op."""
+    import io
+
+    rng = np.random.default_rng(11)
+    t = pwpa.Table({"lo": -2.0, "hi": 2.0, "partitions": 6}, rng.normal(size=(6, 3)), right_tail="extend")
+    m = nn.Sequential(nn.Linear(4, 4), pt.PwPA(t))
+    x = torch.randn(5, 4)
+    want = m(x).detach()
+    buf = io.BytesIO()
+    torch.save(m, buf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # TorchScript is deprecated in torch 2.10+
+        scripted = torch.jit.script(m)
+        traced = torch.jit.trace(m, x)
+    assert torch.equal(scripted(x), want) and torch.equal(traced(x), want)
+    copied = copy.deepcopy(m)
+    del m, t, scripted, traced
+    gc.collect()
+    assert torch.equal(copied(x), want)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)
+    gc.collect()
+    assert torch.equal(loaded(x), want)
+    # and the copy still trains: gradients reach its parameters
+    copied(x).sum().backward()
+    assert copied[0].weight.grad is not None
+
+
 def test_replace_activations(sigmoid_table, random_table):
     model = nn.Sequential(
         nn.Linear(4, 4),

@@ -214,6 +214,7 @@ def _needs_function(x: torch.Tensor) -> bool:
     return getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
 
 
+@torch.jit.ignore
 def _apply(x: torch.Tensor, handle: int) -> torch.Tensor:
     if torch.compiler.is_compiling() or not _needs_function(x):
         return torch.ops.pwpa.eval(x, handle)
@@ -283,7 +284,16 @@ class PwPA(nn.Module):
         self.handle = table.handle
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.jit.is_scripting() or torch.jit.is_tracing():
+            # TorchScript records the op itself (with its first-order autograd).
+            return torch.ops.pwpa.eval(x, self.handle)
         return _apply(x, self.handle)
+
+    def __setstate__(self, state: Any) -> None:
+        # copy.deepcopy and pickling (torch.save(model)) give a new Table: take its
+        # handle, not the original's (which dies with the original table).
+        super().__setstate__(state)
+        self._set(self.table)
 
     def get_extra_state(self) -> Any:
         return {"pwpa_table": self.table.to_json()}
