@@ -144,3 +144,25 @@ def test_gradient_through_seed_op():
     x = torch.tensor([-1.0, 1.0], requires_grad=True)
     ops.pwpa(x, coeffs, points).sum().backward()
     assert torch.equal(x.grad, torch.tensor([0.0, 0.0]))  # 2x+2 at -1; x-1 at 1
+
+
+def test_ops_after_a_plain_import():
+    """torchPACE code says `import torch_pace` then `torch_pace.ops.pwpa(...)`: the same
+    with `import pwpa` (a fresh interpreter, so nothing imported pwpa.ops before), and
+    `import pwpa` alone does not import torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pwpa\n"
+        "assert 'torch' not in sys.modules\n"
+        "import torch\n"
+        "x = torch.linspace(-1, 1, 5)\n"
+        "c = torch.tensor([[1.0, 0.0], [2.0, 1.0]])\n"
+        "p = torch.tensor([-1.0, 0.0, 1.0])\n"
+        "print(pwpa.ops.pwpa(x, c, p).tolist(), pwpa.ops._pwpa(x, c, p).tolist(), pwpa.torch.PwPA.__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    # piece 0 (x < 0): 1*x + 0; piece 1 (x >= 0): 2*x + 1, the last piece also at x = 1
+    want = [-1.0, -0.5, 1.0, 2.0, 3.0]
+    assert out.strip() == f"{want} {want} PwPA"

@@ -545,3 +545,14 @@ def fit(
         progress,
     )
     return Table._wrap(native)
+
+
+def __getattr__(name: str) -> Any:
+    """``pwpa.ops`` and ``pwpa.torch`` after a plain ``import pwpa`` (as ``torch_pace.ops``
+    after ``import torch_pace``), imported on first use so that ``import pwpa`` does not
+    import torch."""
+    if name in ("ops", "torch"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'pwpa' has no attribute {name!r}")
