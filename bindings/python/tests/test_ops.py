@@ -166,3 +166,45 @@ def test_ops_after_a_plain_import():
     # piece 0 (x < 0): 1*x + 0; piece 1 (x >= 0): 2*x + 1, the last piece also at x = 1
     want = [-1.0, -0.5, 1.0, 2.0, 3.0]
     assert out.strip() == f"{want} {want} PwPA"
+
+
+def test_compile_autograd_and_torch_func_on_the_seed_ops():
+    """torch.compile(fullgraph=True) (the op has a fake kernel, as the seed's had), the
+    gradient with respect to x (the derivative of the global-x polynomial, against numpy
+    in f64), torch.func.grad and vmap, all agreeing bitwise; a gradient with respect to
+    the coefficients is a clear error, not a silent None."""
+    rng = np.random.default_rng(5)
+    P, D = 16, 3
+    coeffs = torch.from_numpy(rng.uniform(-1, 1, size=(P, D + 1)).astype(np.float32))
+    points = torch.linspace(-4, 4, P + 1)
+    x = torch.from_numpy(rng.uniform(-3.9, 3.9, 64).astype(np.float32))
+    y = ops.pwpa(x, coeffs, points)
+    assert torch.equal(y, torch.from_numpy(seed_f32_fma(x.numpy(), coeffs.numpy(), points.numpy())))
+
+    torch.library.opcheck(torch.ops.pwpa.seed_eval.default, (x.clone().requires_grad_(), coeffs, points, True))
+    torch.library.opcheck(torch.ops.pwpa.seed_eval_backward.default, (torch.ones_like(x), x, coeffs, points, True))
+    torch._dynamo.reset()
+    f = torch.compile(lambda v: ops.pwpa(v, coeffs, points) * 2, fullgraph=True)
+    assert torch.equal(f(x), y * 2)
+
+    xg = x.clone().requires_grad_()
+    ops._pwpa(xg, coeffs, points).sum().backward()
+    idx = np.searchsorted(points.numpy()[1:-1], x.numpy(), side="right")
+    c = coeffs.numpy().astype(np.float64)[idx]
+    xd = x.numpy().astype(np.float64)
+    d64 = sum((D - k) * c[:, k] * xd ** (D - k - 1) for k in range(D))
+    np.testing.assert_allclose(xg.grad.numpy(), d64, rtol=1e-5, atol=1e-6)
+
+    g = torch.func.grad(lambda v: ops.pwpa(v, coeffs, points).sum())(x)
+    assert torch.equal(g, xg.grad)
+    torch._dynamo.reset()
+    fc = torch.compile(lambda v: ops.pwpa(v, coeffs, points).sum(), fullgraph=True, backend="aot_eager")
+    xc = x.clone().requires_grad_()
+    fc(xc).backward()
+    assert torch.equal(xc.grad, xg.grad)
+    assert torch.equal(torch.vmap(lambda v: ops.pwpa(v, coeffs, points))(x.reshape(8, 8)), y.reshape(8, 8))
+
+    cg = coeffs.clone().requires_grad_()
+    out = ops.pwpa(x, cg, points)
+    with pytest.raises(RuntimeError, match="not supported .only with respect to x"):
+        out.sum().backward()

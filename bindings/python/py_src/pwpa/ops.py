@@ -35,10 +35,14 @@ _CACHE_SIZE = 32
 
 def _host_f32(a: Any, what: str) -> np.ndarray:
     if _is_tensor(a):
-        a = a.detach()
         if not a.is_floating_point():
             raise ArgumentError(f"{what} must be a floating-point tensor (got {a.dtype})")
-        return a.to("cpu").float().contiguous().numpy()
+        import torch
+
+        # Host values of the table's data; outside any torch.func transform, whose
+        # wrappers have no storage to read (coeffs captured by a function under grad).
+        with torch._C._DisableFuncTorch():
+            return a.detach().to("cpu").float().contiguous().numpy()
     arr = np.asarray(a)
     if arr.dtype.kind != "f" and arr.dtype.name != "bfloat16":
         raise ArgumentError(f"{what} must be floating point (got {arr.dtype})")
@@ -100,18 +104,27 @@ def _table(coeffs: Any, partition_points: Any, aos: bool) -> Table:
     return t
 
 
+def _eval(x: Any, coeffs: Any, partition_points: Any, aos: bool) -> Any:
+    _check_devices(x, coeffs, partition_points)
+    if _is_tensor(x):
+        # The ``pwpa::seed_eval`` op (pwpa.torch): fake kernel for torch.compile(fullgraph=True),
+        # autograd and torch.func with respect to x; the table is built inside the op.
+        from .torch import seed_eval
+
+        return seed_eval(x, coeffs, partition_points, aos)
+    return _table(coeffs, partition_points, aos)(x)
+
+
 def pwpa(x: Any, coeffs: Any, partition_points: Any, AoS: bool = True) -> Any:
     """Evaluates the piecewise polynomial (torchPACE's optimised op). ``coeffs`` is
     ``(P, D+1)`` when ``AoS`` else ``(D+1, P)`` (as :func:`aos2soa` returns), global x,
     highest power first; ``partition_points`` has P+1 increasing points."""
-    _check_devices(x, coeffs, partition_points)
-    return _table(coeffs, partition_points, bool(AoS))(x)
+    return _eval(x, coeffs, partition_points, bool(AoS))
 
 
 def _pwpa(x: Any, coeffs: Any, partition_points: Any) -> Any:
     """torchPACE's base op: AoS coefficients, same results as :func:`pwpa`."""
-    _check_devices(x, coeffs, partition_points)
-    return _table(coeffs, partition_points, True)(x)
+    return _eval(x, coeffs, partition_points, True)
 
 
 def _check_degree(D: Any) -> int:

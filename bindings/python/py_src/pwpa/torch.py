@@ -227,6 +227,93 @@ def pwpa_eval(x: torch.Tensor, table: Union[Table, int]) -> torch.Tensor:
     return _apply(x, handle)
 
 
+# ---- the seed-compatible ops (pwpa.ops.pwpa / _pwpa on tensors) -------------------------------
+# The coefficients and partition points are tensor inputs of the op: the table is built
+# (and cached) inside it, out of sight of Dynamo and functorch.
+
+
+def _seed_table(coeffs: torch.Tensor, points: torch.Tensor, aos: bool) -> Table:
+    from .ops import _table
+
+    return _table(coeffs, points, aos)
+
+
+@torch.library.custom_op("pwpa::seed_eval", mutates_args=())
+def _seed_op(x: torch.Tensor, coeffs: torch.Tensor, points: torch.Tensor, aos: bool) -> torch.Tensor:
+    """torchPACE's op: y = the seed-format table (coeffs, points) at x."""
+    y = _out_like(x)
+    eval_tensor_into(_seed_table(coeffs, points, aos), x, y)
+    return y
+
+
+@_seed_op.register_fake
+def _seed_fake(x: torch.Tensor, coeffs: torch.Tensor, points: torch.Tensor, aos: bool) -> torch.Tensor:
+    torch_code(x.dtype, "input")
+    return _out_like(x)
+
+
+@torch.library.custom_op("pwpa::seed_eval_backward", mutates_args=())
+def _seed_bw_op(
+    grad: torch.Tensor, x: torch.Tensor, coeffs: torch.Tensor, points: torch.Tensor, aos: bool
+) -> torch.Tensor:
+    """grad * (the seed-format table)'(x), as ``pwpa::eval_backward``."""
+    d = _seed_table(coeffs, points, aos).derivative()
+    return grad_mul_into(d, x, grad, _bw_out(grad, x))
+
+
+@_seed_bw_op.register_fake
+def _seed_bw_fake(grad: torch.Tensor, x: torch.Tensor, coeffs: torch.Tensor, points: torch.Tensor, aos: bool):
+    torch_code(x.dtype, "input")
+    return _bw_out(grad, x)
+
+
+def _seed_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+    x, coeffs, points, aos = inputs
+    ctx.save_for_backward(x, coeffs, points)
+    ctx.aos = aos
+
+
+def _seed_backward(ctx: Any, grad: torch.Tensor, bw: Callable = None):
+    if ctx.needs_input_grad[1] or ctx.needs_input_grad[2]:
+        raise RuntimeError(
+            "pwpa.ops: gradients with respect to coeffs or partition_points are not supported "
+            "(only with respect to x); detach them or set requires_grad=False"
+        )
+    x, coeffs, points = ctx.saved_tensors
+    return (bw or torch.ops.pwpa.seed_eval_backward)(grad, x, coeffs, points, ctx.aos), None, None, None
+
+
+_seed_op.register_autograd(_seed_backward, setup_context=_seed_setup)
+
+
+def _seed_vmap_args(info: Any, in_dims: tuple) -> None:
+    if in_dims[1] is not None or in_dims[2] is not None:
+        raise RuntimeError("pwpa.ops under vmap: coeffs and partition_points cannot be batched (only x)")
+
+
+@torch.library.register_vmap("pwpa::seed_eval")
+def _seed_vmap(info: Any, in_dims: tuple, x: torch.Tensor, coeffs: torch.Tensor, points: torch.Tensor, aos: bool):
+    _seed_vmap_args(info, in_dims)
+    return torch.ops.pwpa.seed_eval(x, coeffs, points, aos), in_dims[0]
+
+
+def seed_eval(x: torch.Tensor, coeffs: Any, points: Any, aos: bool) -> torch.Tensor:
+    """``pwpa.ops.pwpa`` on a tensor (see pwpa.ops). Under torch.compile, without autograd,
+    and when coeffs or points require grad (the op's backward then says that only x has
+    a gradient) the ``pwpa::seed_eval`` op; otherwise the seed table through
+    :func:`pwpa_eval` (autograd to any order and torch.func, as for any table)."""
+    if not (isinstance(coeffs, torch.Tensor) and isinstance(points, torch.Tensor)):
+        from .errors import ArgumentError
+
+        raise ArgumentError("x is a torch tensor: coeffs and partition_points must be torch tensors too")
+    aos = bool(aos)
+    if torch.compiler.is_compiling() or not _needs_function(x):
+        return torch.ops.pwpa.seed_eval(x, coeffs, points, aos)
+    if torch.is_grad_enabled() and (coeffs.requires_grad or points.requires_grad):
+        return torch.ops.pwpa.seed_eval(x, coeffs, points, aos)
+    return _Eval.apply(x, _seed_table(coeffs, points, aos).handle)
+
+
 def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.dtype = None):
     """(table(x), table'(x)) without autograd. On CUDA one fused kernel computes both
     (the derivative in ``derivative_dtype``, default x's dtype — the fused kernel writes
