@@ -359,3 +359,13 @@ def test_outputs_keep_the_input_layout(random_table, dtype):
     out = torch.empty(2, 3, 4, 5, dtype=dtype)
     random_table(cl, out=out)
     assert torch.equal(out.float(), _ref(random_table, base).to(dtype).float())
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_torch_export_records_the_op(random_table, strict):
+    m = nn.Sequential(nn.Linear(8, 8), pt.PwPA(random_table))
+    x = torch.randn(4, 8)
+    ep = torch.export.export(m, (x,), strict=strict)
+    ops_in_graph = [n.target for n in ep.graph.nodes if n.op == "call_function"]
+    assert torch.ops.pwpa.eval.default in ops_in_graph
+    assert torch.equal(ep.module()(x), m(x))
