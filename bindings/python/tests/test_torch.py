@@ -369,3 +369,18 @@ def test_torch_export_records_the_op(random_table, strict):
     ops_in_graph = [n.target for n in ep.graph.nodes if n.op == "call_function"]
     assert torch.ops.pwpa.eval.default in ops_in_graph
     assert torch.equal(ep.module()(x), m(x))
+
+
+def test_sparse_and_nested_inputs_are_clear_errors(random_table):
+    act = pt.PwPA(random_table)
+    pts = torch.tensor([-1.0, 0.0, 1.0])
+    for x, what in [
+        (torch.randn(4, 4).to_sparse(), "layout sparse_coo"),
+        (torch.randn(4, 4).to_sparse_csr(), "layout sparse_csr"),
+        (torch.nested.nested_tensor([torch.randn(2), torch.randn(3)]), "nested tensor"),
+    ]:
+        for f in (random_table, act, lambda v: pwpa.ops.pwpa(v, torch.ones(2, 2), pts)):
+            with pytest.raises(pwpa.ArgumentError, match=what):
+                f(x)
+        with pytest.raises(pwpa.ArgumentError, match=what):
+            random_table(torch.zeros(4, 4), out=x)

@@ -41,6 +41,18 @@ def torch_code(dtype: Any, what: str = "input") -> str:
     return code
 
 
+def check_layout(t: Any, what: str = "input") -> None:
+    """Raises unless t is a dense (strided) tensor: pwpa reads and writes raw memory."""
+    torch = _torch()
+    if getattr(t, "is_nested", False):
+        raise ArgumentError(f"{what} is a nested tensor; evaluate its components (or .values()) instead")
+    if t.layout != torch.strided:
+        raise ArgumentError(
+            f"{what} has layout {str(t.layout).replace('torch.', '')}; pwpa evaluates dense (strided) tensors "
+            "(convert with .to_dense())"
+        )
+
+
 def cuda_target(device: Any) -> tuple:
     """(device ordinal, PyTorch's current stream on it as an int) for a CUDA device."""
     torch = _torch()
@@ -80,6 +92,8 @@ def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:
         raise ArgumentError(f"out must be a torch.Tensor when the input is one (got {type(y).__name__})")
     xd = torch_code(x.dtype, "input")
     yd = torch_code(y.dtype, "output")
+    check_layout(x, "input")
+    check_layout(y, "output")
     if x.device != y.device:
         raise DeviceError(f"input is on {x.device} but output is on {y.device}; they must be on the same device")
     if tuple(x.shape) != tuple(y.shape):
@@ -112,6 +126,8 @@ def grad_mul_into(deriv: Any, x: Any, grad: Any, out: Any) -> Any:
     torch = _torch()
     xd = torch_code(x.dtype, "input")
     gd = torch_code(grad.dtype, "gradient")
+    for t, what in ((x, "input"), (grad, "gradient"), (out, "output")):
+        check_layout(t, what)
     if out.dtype != grad.dtype:
         raise DTypeError(f"output dtype {out.dtype} differs from the gradient's {grad.dtype}")
     if not (x.device == grad.device == out.device):

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from . import Table, _lookup
-from ._eval import _dense, cuda_target, eval_tensor_into, grad_mul_into, torch_code
+from ._eval import _dense, check_layout, cuda_target, eval_tensor_into, grad_mul_into, torch_code
 
 __all__ = ["PwPA", "replace_activations", "pwpa_eval", "value_and_derivative"]
 
@@ -216,6 +216,8 @@ def _needs_function(x: torch.Tensor) -> bool:
 
 @torch.jit.ignore
 def _apply(x: torch.Tensor, handle: int) -> torch.Tensor:
+    if not torch.compiler.is_compiling():
+        check_layout(x)  # before the dispatcher, whose error for nested/sparse names no remedy
     if torch.compiler.is_compiling() or not _needs_function(x):
         return torch.ops.pwpa.eval(x, handle)
     return _Eval.apply(x, handle)
@@ -307,6 +309,8 @@ def seed_eval(x: torch.Tensor, coeffs: Any, points: Any, aos: bool) -> torch.Ten
 
         raise ArgumentError("x is a torch tensor: coeffs and partition_points must be torch tensors too")
     aos = bool(aos)
+    if not torch.compiler.is_compiling():
+        check_layout(x)
     if torch.compiler.is_compiling() or not _needs_function(x):
         return torch.ops.pwpa.seed_eval(x, coeffs, points, aos)
     if torch.is_grad_enabled() and (coeffs.requires_grad or points.requires_grad):
