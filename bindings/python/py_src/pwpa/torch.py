@@ -5,12 +5,15 @@ module and :func:`replace_activations`.
 The op takes the input tensor and an int table handle (``Table.handle``), so a
 compiled graph carries no Python object and has no graph break.
 
-:func:`pwpa_eval` and :class:`PwPA` go through an ``autograd.Function`` with
-``setup_context`` and ``vmap`` around the ops, so that ``torch.func`` transforms
-(``grad``, ``vmap``, ``jacrev``, ``hessian``) work as well: functorch rejects the
-``autograd.Function`` that ``register_autograd`` generates (pytorch/pytorch#168393).
-The backward op has a backward too (through the second derivative), so second
-derivatives (gradient penalties, Hessian-vector products) work.
+:func:`pwpa_eval` and :class:`PwPA` call the op directly when no gradient can be
+needed and under torch.compile, and otherwise go through an ``autograd.Function`` with
+``setup_context``, ``vmap`` and ``jvp`` around it, so that ``torch.func`` transforms
+(``grad``, ``vmap``, ``jacrev``, ``jacfwd``, ``hessian``) and forward-mode AD work too:
+functorch rejects the ``autograd.Function`` that ``register_autograd`` generates
+(pytorch/pytorch#168393), and Dynamo one with a ``jvp``. The backward op has a backward
+too (through the second derivative), so second derivatives (gradient penalties,
+Hessian-vector products) work. The seed-compatible ops (``pwpa.ops``) on tensors are the
+op ``pwpa::seed_eval`` (see :func:`seed_eval`).
 
 Outputs keep the input's memory layout (a channels_last input gives a channels_last
 output, like PyTorch's element-wise ops), and any dense input is evaluated in place in
