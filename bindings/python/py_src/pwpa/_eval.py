@@ -66,22 +66,23 @@ def _dense(t: Any) -> bool:
     of memory position k of t is element k of a tensor of t's strides, so an element-wise
     pass can run over the raw memory. (Dimensions of size 1 do not count.)"""
     expected = 1
-    dims = [(sz, st) for sz, st in zip(t.shape, t.stride()) if sz != 1]
-    for size, stride in sorted(dims, key=lambda p: p[1]):
+    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1):
         if stride != expected:
             return False
         expected *= size
     return True
 
 
+def _strides(t: Any) -> list:
+    """t's strides, those of size-1 dimensions left out (they do not place any element)."""
+    return [st for sz, st in zip(t.shape, t.stride()) if sz != 1]
+
+
 def _same_layout(*ts: Any) -> bool:
     """Whether the tensors (one shape) are dense with the same strides (ignoring size-1
     dimensions), so that one pass over their raw memory pairs their elements."""
-    first = ts[0]
-    if not _dense(first):
-        return False
-    key = [st for sz, st in zip(first.shape, first.stride()) if sz != 1]
-    return all(_dense(t) and [st for sz, st in zip(t.shape, t.stride()) if sz != 1] == key for t in ts[1:])
+    key = _strides(ts[0])
+    return _dense(ts[0]) and all(_strides(t) == key for t in ts[1:])
 
 
 def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:

@@ -104,7 +104,7 @@ def _table(coeffs: Any, partition_points: Any, aos: bool) -> Table:
     return t
 
 
-def _eval(x: Any, coeffs: Any, partition_points: Any, aos: bool) -> Any:
+def _seed_call(x: Any, coeffs: Any, partition_points: Any, aos: bool) -> Any:
     _check_devices(x, coeffs, partition_points)
     if _is_tensor(x):
         # The ``pwpa::seed_eval`` op (pwpa.torch): fake kernel for torch.compile(fullgraph=True),
@@ -119,12 +119,12 @@ def pwpa(x: Any, coeffs: Any, partition_points: Any, AoS: bool = True) -> Any:
     """Evaluates the piecewise polynomial (torchPACE's optimised op). ``coeffs`` is
     ``(P, D+1)`` when ``AoS`` else ``(D+1, P)`` (as :func:`aos2soa` returns), global x,
     highest power first; ``partition_points`` has P+1 increasing points."""
-    return _eval(x, coeffs, partition_points, bool(AoS))
+    return _seed_call(x, coeffs, partition_points, bool(AoS))
 
 
 def _pwpa(x: Any, coeffs: Any, partition_points: Any) -> Any:
     """torchPACE's base op: AoS coefficients, same results as :func:`pwpa`."""
-    return _eval(x, coeffs, partition_points, True)
+    return _seed_call(x, coeffs, partition_points, True)
 
 
 def _check_degree(D: Any) -> int:

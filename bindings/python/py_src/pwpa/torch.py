@@ -28,7 +28,16 @@ import torch
 from torch import nn
 
 from . import Table, _lookup
-from ._eval import _dense, check_layout, cuda_target, eval_tensor_into, grad_mul_into, torch_code
+from ._eval import (
+    _dense,
+    _same_layout,
+    check_device,
+    check_layout,
+    cuda_target,
+    eval_tensor_into,
+    grad_mul_into,
+    torch_code,
+)
 
 __all__ = ["PwPA", "replace_activations", "pwpa_eval", "value_and_derivative"]
 
@@ -217,11 +226,19 @@ def _needs_function(x: torch.Tensor) -> bool:
     return getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
 
 
+def _direct(x: torch.Tensor) -> bool:
+    """Whether to call an op itself (under torch.compile, or when no gradient can be
+    needed) rather than through the autograd.Function. Checks x's layout first (eager):
+    the dispatcher's error for a nested or sparse tensor names no remedy."""
+    if torch.compiler.is_compiling():
+        return True
+    check_layout(x)
+    return not _needs_function(x)
+
+
 @torch.jit.ignore
 def _apply(x: torch.Tensor, handle: int) -> torch.Tensor:
-    if not torch.compiler.is_compiling():
-        check_layout(x)  # before the dispatcher, whose error for nested/sparse names no remedy
-    if torch.compiler.is_compiling() or not _needs_function(x):
+    if _direct(x):
         return torch.ops.pwpa.eval(x, handle)
     return _Eval.apply(x, handle)
 
@@ -278,27 +295,23 @@ def _seed_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
     ctx.aos = aos
 
 
-def _seed_backward(ctx: Any, grad: torch.Tensor, bw: Callable = None):
+def _seed_backward(ctx: Any, grad: torch.Tensor):
     if ctx.needs_input_grad[1] or ctx.needs_input_grad[2]:
         raise RuntimeError(
             "pwpa.ops: gradients with respect to coeffs or partition_points are not supported "
             "(only with respect to x); detach them or set requires_grad=False"
         )
     x, coeffs, points = ctx.saved_tensors
-    return (bw or torch.ops.pwpa.seed_eval_backward)(grad, x, coeffs, points, ctx.aos), None, None, None
+    return torch.ops.pwpa.seed_eval_backward(grad, x, coeffs, points, ctx.aos), None, None, None
 
 
 _seed_op.register_autograd(_seed_backward, setup_context=_seed_setup)
 
 
-def _seed_vmap_args(info: Any, in_dims: tuple) -> None:
-    if in_dims[1] is not None or in_dims[2] is not None:
-        raise RuntimeError("pwpa.ops under vmap: coeffs and partition_points cannot be batched (only x)")
-
-
 @torch.library.register_vmap("pwpa::seed_eval")
 def _seed_vmap(info: Any, in_dims: tuple, x: torch.Tensor, coeffs: torch.Tensor, points: torch.Tensor, aos: bool):
-    _seed_vmap_args(info, in_dims)
+    if in_dims[1] is not None or in_dims[2] is not None:
+        raise RuntimeError("pwpa.ops under vmap: coeffs and partition_points cannot be batched (only x)")
     return torch.ops.pwpa.seed_eval(x, coeffs, points, aos), in_dims[0]
 
 
@@ -307,16 +320,9 @@ def seed_eval(x: torch.Tensor, coeffs: Any, points: Any, aos: bool) -> torch.Ten
     and when coeffs or points require grad (the op's backward then says that only x has
     a gradient) the ``pwpa::seed_eval`` op; otherwise the seed table through
     :func:`pwpa_eval` (autograd to any order and torch.func, as for any table)."""
-    if not (isinstance(coeffs, torch.Tensor) and isinstance(points, torch.Tensor)):
-        from .errors import ArgumentError
-
-        raise ArgumentError("x is a torch tensor: coeffs and partition_points must be torch tensors too")
+    # (pwpa.ops checked that coeffs and points are tensors on x's device.)
     aos = bool(aos)
-    if not torch.compiler.is_compiling():
-        check_layout(x)
-    if torch.compiler.is_compiling() or not _needs_function(x):
-        return torch.ops.pwpa.seed_eval(x, coeffs, points, aos)
-    if torch.is_grad_enabled() and (coeffs.requires_grad or points.requires_grad):
+    if _direct(x) or (torch.is_grad_enabled() and (coeffs.requires_grad or points.requires_grad)):
         return torch.ops.pwpa.seed_eval(x, coeffs, points, aos)
     return _Eval.apply(x, _seed_table(coeffs, points, aos).handle)
 
@@ -325,8 +331,6 @@ def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.
     """(table(x), table'(x)) without autograd. On CUDA one fused kernel computes both
     (the derivative in ``derivative_dtype``, default x's dtype — the fused kernel writes
     both in one type); on CPU two passes. Same bits as evaluating each table separately."""
-    from ._eval import _same_layout, check_device
-
     torch_code(x.dtype, "input")
     check_device(x.device)
     d = table.derivative()
