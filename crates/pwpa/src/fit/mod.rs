@@ -218,8 +218,10 @@ struct Ctx<'a> {
     placement: Placement,
     measure: ErrorMeasure,
     continuous: bool,
-    /// f(0) == 0 with 0 in range: pieces touching 0 are anchored there (relative error).
-    zero_at_origin: bool,
+    /// An exact zero z of f in the range (f(z) == 0 in f64, z an f32; 0 when f(0) == 0),
+    /// under relative error: pieces touching z are anchored there, so that the table
+    /// gives exactly 0 at z and keeps relative accuracy near it.
+    zero: Option<f32>,
     /// Iterations of adaptive placement.
     adapt_iters: usize,
 }
@@ -272,6 +274,64 @@ fn check_limits(partitions: usize, degree: usize) -> Result<()> {
 }
 
 /// Checks that f is finite on [lo, hi] (dense sample plus the ends); names the point.
+/// An f32 point z of [lo, hi] with f(z) == 0 exactly (in f64), for relative-error fits:
+/// 0 when f(0) == 0 and 0 is in range; else the first zero found by sampling 4,097 points
+/// and bisecting each sign change (at most 64) down to adjacent f32 values. None when f
+/// has no zero at an f32 point there (a root between two f32 values needs no exact 0).
+fn exact_zero(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Option<f32> {
+    let zero_at = |x: f32| f(x as f64) == 0.0;
+    if lo <= 0.0 && hi >= 0.0 {
+        if zero_at(0.0) {
+            return Some(0.0);
+        }
+    }
+    const SAMPLES: usize = 4096;
+    let (l, h) = (lo as f64, hi as f64);
+    let xs: Vec<f32> = (0..=SAMPLES)
+        .map(|i| (l + (h - l) * i as f64 / SAMPLES as f64) as f32)
+        .collect();
+    let ys: Vec<f64> = xs.iter().map(|&x| f(x as f64)).collect();
+    let mut changes = 0;
+    for i in 0..SAMPLES {
+        if ys[i] == 0.0 {
+            return Some(xs[i]);
+        }
+        let (mut a, mut b) = (xs[i], xs[i + 1]);
+        let (ya, yb) = (ys[i], ys[i + 1]);
+        if !(ya.is_finite() && yb.is_finite()) || yb == 0.0 || (ya < 0.0) == (yb < 0.0) {
+            continue;
+        }
+        changes += 1;
+        if changes > 64 {
+            break;
+        }
+        // Bisect over f32 values, keeping a sign change between a and b.
+        let neg_a = ya < 0.0;
+        while a.next_up() < b {
+            let m = (0.5 * (a as f64 + b as f64)) as f32;
+            if m <= a || m >= b {
+                break;
+            }
+            let ym = f(m as f64);
+            if ym == 0.0 {
+                return Some(m);
+            }
+            if !ym.is_finite() {
+                break;
+            }
+            if (ym < 0.0) == neg_a {
+                a = m;
+            } else {
+                b = m;
+            }
+        }
+    }
+    if ys[SAMPLES] == 0.0 {
+        return Some(xs[SAMPLES]);
+    }
+    None
+}
+
 fn check_finite(name: &str, f: &(dyn Fn(f64) -> f64 + Sync), lo: f64, hi: f64) -> Result<()> {
     let n = 8192;
     for i in 0..=n {
@@ -429,8 +489,11 @@ pub fn fit_function(
     if let Some(e) = re {
         tail_notes.insert("right_tail_log2_error".into(), e.into());
     }
-    let zero_at_origin =
-        measure == ErrorMeasure::Relative && core_lo <= 0.0 && core_hi >= 0.0 && f(0.0) == 0.0;
+    let zero = if measure == ErrorMeasure::Relative {
+        exact_zero(f, core_lo, core_hi)
+    } else {
+        None
+    };
     let ctx = Ctx {
         f,
         lo: core_lo,
@@ -439,7 +502,7 @@ pub fn fit_function(
         placement: opts.placement,
         measure,
         continuous: opts.continuous,
-        zero_at_origin,
+        zero,
         adapt_iters: if exact.is_some() { 12 } else { 40 },
     };
     let refs_core: Vec<(f32, u16)> = refs_in
@@ -917,5 +980,29 @@ impl std::fmt::Display for FitOutcome {
             self.all_finite.max_ulp,
             self.all_finite.max_ulp_at
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exact_zero;
+
+    #[test]
+    fn exact_zero_finds_sampled_bisected_and_no_zeros() {
+        // f(0) = 0 first, even with another zero in range.
+        assert_eq!(exact_zero(&|x: f64| x * (x - 1.0), -2.0, 3.0), Some(0.0));
+        // log at 1: a sampled point of [1/64, 64]? No: found by bisection either way.
+        assert_eq!(exact_zero(&f64::ln, 1.0 / 64.0, 64.0), Some(1.0));
+        // 2 is not one of the 4,097 sample points of [-1.3, 7.1].
+        let step = (7.1f64 - -1.3) / 4096.0;
+        assert!(((2.0 + 1.3) / step).fract() > 1e-3);
+        assert_eq!(exact_zero(&|x: f64| (x - 2.0).tanh(), -1.3, 7.1), Some(2.0));
+        // A negative zero found from the other side of the sign change.
+        assert_eq!(exact_zero(&|x: f64| 0.75 + x, -3.0, 5.0), Some(-0.75));
+        // No f32 x has x² = 2, and exp has no zero.
+        assert_eq!(exact_zero(&|x: f64| x * x - 2.0, 0.5, 3.0), None);
+        assert_eq!(exact_zero(&f64::exp, -5.0, 5.0), None);
+        // A zero at the end of the range.
+        assert_eq!(exact_zero(&|x: f64| x - 4.0, 1.0, 4.0), Some(4.0));
     }
 }

@@ -30,15 +30,21 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
                     b += m;
                 }
             }
-            // Pieces holding 0, or starting within 2^-12 of it (the f16 split at ±2^-13),
-            // are anchored at 0: p = x·q keeps relative accuracy for tiny x.
+            // Pieces holding the zero z of f, or starting within 2^-12 of it (the f16 split
+            // at ±2^-13 when z = 0), are anchored at z: p = (x − z)·q keeps relative
+            // accuracy near it (for tiny x when z = 0) and gives p(z) = 0 exactly.
             const NEAR: f64 = 1.0 / 4096.0;
-            let zero = ctx.zero_at_origin
-                && ((a <= 0.0 && b >= 0.0) || (a > 0.0 && a <= NEAR) || (-NEAR..0.0).contains(&b));
+            let zero = ctx.zero.is_some_and(|z| {
+                let z = z as f64;
+                (a <= z && b >= z) || (a > z && a - z <= NEAR) || (b < z && z - b <= NEAR)
+            });
             let spec = PieceSpec {
                 a,
                 b,
-                anchor: if zero { 0.0 } else { anchors_mid[i] as f64 },
+                anchor: match ctx.zero {
+                    Some(z) if zero => z as f64,
+                    _ => anchors_mid[i] as f64,
+                },
                 zero_anchored: zero,
                 pin_left: ctx.continuous && i > 0,
                 pin_right: ctx.continuous && i + 1 < p,
@@ -122,20 +128,23 @@ pub(crate) fn adaptive(
     let mut pts: Vec<f64> = (0..=p)
         .map(|i| lo + (hi - lo) * i as f64 / p as f64)
         .collect();
-    // Under relative error a zero of f at 0 is a breakpoint: both neighbours are
-    // anchored at 0 and f/x is smooth on each side even where f has a kink there.
+    // Under relative error an exact zero z of f is a breakpoint: both neighbours are
+    // anchored at z and f/(x − z) is smooth on each side even where f has a kink there.
     let snap = |pts: &mut Vec<f64>| {
-        if ctx.zero_at_origin && p >= 2 && lo < 0.0 && hi > 0.0 {
+        let Some(z) = ctx.zero.map(f64::from) else {
+            return;
+        };
+        if p >= 2 && lo < z && hi > z {
             let i = (1..p)
-                .min_by(|&a, &b| pts[a].abs().partial_cmp(&pts[b].abs()).unwrap())
+                .min_by(|&a, &b| (pts[a] - z).abs().partial_cmp(&(pts[b] - z).abs()).unwrap())
                 .unwrap();
-            pts[i] = 0.0;
+            pts[i] = z;
             // keep order
             for j in 1..i {
-                pts[j] = pts[j].min(pts[i] * (1.0 - 1e-9) - 1e-30 * (i - j) as f64);
+                pts[j] = pts[j].min(z - z.abs() * 1e-9 - 1e-30 * (i - j) as f64);
             }
             for j in i + 1..p {
-                pts[j] = pts[j].max(1e-30 * (j - i) as f64);
+                pts[j] = pts[j].max(z + z.abs() * 1e-9 + 1e-30 * (j - i) as f64);
             }
         }
     };
@@ -390,7 +399,7 @@ pub(crate) fn split_wrong(
             let mid = (0.5 * (a + b)) as f32;
             // f16 only: with bf16 this was measured to cost pieces (the midpoint split
             // already fixes those inputs there).
-            let zero_split = ctx.zero_at_origin && dt == DType::F16;
+            let zero_split = ctx.zero == Some(0.0) && dt == DType::F16;
             let m = if zero_split && a == 0.0 && wl < s && 4.0 * s < b {
                 s as f32
             } else if zero_split && b == 0.0 && wh > -s && -4.0 * s > a {
@@ -435,7 +444,7 @@ pub(crate) fn split_at_zero(
     let Breakpoints::Arbitrary(points) = &pcs.breakpoints else {
         return None;
     };
-    if !(ctx.zero_at_origin && dt == DType::F16) {
+    if !(ctx.zero == Some(0.0) && dt == DType::F16) {
         return None;
     }
     let s = (2.0 * min_normal(dt)) as f32;

@@ -1,8 +1,8 @@
 //! Per-piece polynomial fitting in f64: weighted minimax (Remez exchange) and
 //! weighted least squares, both in a Chebyshev basis on [-1, 1], with optional
 //! interpolation constraints at the piece ends (for C0 continuity) and an optional
-//! factor x (pieces anchored at a zero of the function at x = 0, for relative
-//! accuracy near it).
+//! factor (x − z) (pieces anchored at an exact zero z of the function, 0 for gelu or
+//! tanh, 1 for log, for relative accuracy near it).
 
 use super::{ErrorMeasure, Method};
 
@@ -18,7 +18,8 @@ pub(crate) struct PieceSpec {
     pub b: f64,
     /// The evaluator's anchor (an f32 value).
     pub anchor: f64,
-    /// p(x) = x · q(x) with anchor 0: relative accuracy near the zero at 0.
+    /// p(x) = (x − z) · q(x) with z = `anchor`, an exact zero of f: relative accuracy
+    /// near it, and p(z) = 0 exactly.
     pub zero_anchored: bool,
     /// Interpolate f at the left end (C0).
     pub pin_left: bool,
@@ -190,6 +191,8 @@ struct Problem<'a> {
     m: f64,
     h: f64,
     zero: bool,
+    /// The zero z of f (when `zero`).
+    z: f64,
     measure: ErrorMeasure,
     /// Pinned ends (s values) and the interpolated g values there.
     pins: Vec<(f64, f64)>,
@@ -205,16 +208,18 @@ impl Problem<'_> {
     fn gw(&self, s: f64) -> (f64, f64) {
         let x = self.x(s);
         if self.zero {
-            // At x = 0, g is the limit of f(x)/x from inside the piece: from the left for a
-            // piece that ends at 0 (selu's slope there is λα, not its right slope λ).
-            let xe = if x == 0.0 {
-                (self.h * 1e-12).max(1e-300).copysign(self.m)
+            // At x = z, g is the limit of f(x)/(x − z) from inside the piece: from the left
+            // for a piece that ends at z (selu's slope at 0 is λα, not its right slope λ).
+            // The divisor is xe − z of the point f is evaluated at (exact near z).
+            let z = self.z;
+            let xe = if x == z {
+                z + (self.h * 1e-12).max(1e-300).copysign(self.m - z)
             } else {
                 x
             };
-            let g = (self.f)(xe) / xe;
+            let g = (self.f)(xe) / (xe - z);
             let w = match self.measure {
-                ErrorMeasure::Absolute => x.abs(),
+                ErrorMeasure::Absolute => (x - z).abs(),
                 ErrorMeasure::Relative => 1.0 / g.abs().max(1e-300),
             };
             (g, w)
@@ -289,21 +294,23 @@ pub(crate) fn fit_piece(
     } else {
         degree
     };
+    let z = spec.anchor;
     let mut prob = Problem {
         f,
         m,
         h,
         zero,
+        z,
         measure,
         pins: Vec::new(),
         n: dq,
     };
-    // Pins: an end at x = 0 of a zero-anchored piece is already matched (p(0) = 0 = f(0)).
+    // Pins: an end at z of a zero-anchored piece is already matched (p(z) = 0 = f(z)).
     let mut pins = Vec::new();
-    if spec.pin_left && !(zero && a == 0.0) {
+    if spec.pin_left && !(zero && a == z) {
         pins.push(-1.0);
     }
-    if spec.pin_right && !(zero && b == 0.0) {
+    if spec.pin_right && !(zero && b == z) {
         pins.push(1.0);
     }
     while pins.len() > dq + 1 {
@@ -331,11 +338,13 @@ pub(crate) fn fit_piece(
     let (c, err, lb, conv) = result;
     // p(s) → powers of t = x − anchor; s = (t + anchor − m)/h.
     let ps = prob.monomial(&c);
-    let anchor = if zero { 0.0 } else { spec.anchor };
+    let anchor = spec.anchor;
     let mut t = compose_affine(&ps, m - anchor, h);
     if zero {
-        // Times t (= x); a constant term of −0 keeps the sign of zero: fma(r, −0, −0) = −0.
-        t.insert(0, -0.0);
+        // Times t = x − z. At z = 0 a constant term of −0 keeps the sign of zero:
+        // fma(r, −0, −0) = −0. Elsewhere x = z gives t = +0 and f(z) = +0, which a
+        // constant term of +0 returns whatever the sign of r·t.
+        t.insert(0, if z == 0.0 { -0.0 } else { 0.0 });
     }
     t.resize(degree + 1, 0.0);
     t.reverse();
