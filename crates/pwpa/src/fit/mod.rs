@@ -280,10 +280,8 @@ fn check_limits(partitions: usize, degree: usize) -> Result<()> {
 /// has no zero at an f32 point there (a root between two f32 values needs no exact 0).
 fn exact_zero(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Option<f32> {
     let zero_at = |x: f32| f(x as f64) == 0.0;
-    if lo <= 0.0 && hi >= 0.0 {
-        if zero_at(0.0) {
-            return Some(0.0);
-        }
+    if lo <= 0.0 && hi >= 0.0 && zero_at(0.0) {
+        return Some(0.0);
     }
     const SAMPLES: usize = 4096;
     let (l, h) = (lo as f64, hi as f64);
