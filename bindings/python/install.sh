@@ -2,7 +2,7 @@
 # Builds the pwpa wheel (PyO3 abi3, Python >= 3.10) with maturin and installs it,
 # with numpy, into the virtual environment .venv at the repository root.
 # Idempotent: re-running rebuilds incrementally and reinstalls.
-#   PWPA_FEATURES=cuda bash bindings/python/install.sh   # with the CUDA backend
+#   PWPA_FEATURES=...                                    # cargo features (default: the crate's, CUDA included)
 #   PWPA_WHEEL_DIR=dir                                    # where the wheel goes (default target/wheels)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

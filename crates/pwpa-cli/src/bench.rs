@@ -135,7 +135,15 @@ fn table_for(target: &str) -> Result<(Table, Option<Target>)> {
         };
         return Ok((random_table(pp, d, arbitrary, false, 1)?, None));
     }
-    let t = Target::parse(target)?;
+    let t = match Target::parse(target) {
+        Ok(t) => t,
+        // Not an expression, and it looks like a file (a .json name or a path) that is not
+        // there: say that the table is missing, not why it does not parse.
+        Err(_) if target.ends_with(".json") || target.contains(['/', '\\']) => {
+            return Ok((crate::commands::load_table(p)?.0, None));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let table = pwpa::fit::fit(&t, &FitOptions::default(), &|_| {})
         .with_context(|| format!("cannot fit {target} for the benchmark"))?;
     Ok((table, Some(t)))

@@ -56,17 +56,27 @@ pub fn functions(a: &FunctionsArgs) -> Result<()> {
         .max()
         .unwrap_or(11)
         .max(11);
+    let ranges: Vec<String> = rows
+        .iter()
+        .map(|r| format!("[{}, {}]", r.range[0], r.range[1]))
+        .collect();
+    let rw = ranges.iter().map(|r| r.len()).max().unwrap_or(0).max(13);
+    let lw = rows
+        .iter()
+        .map(|r| r.left_tail.len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
     let mut s = String::new();
     writeln!(
         s,
-        "{:nw$}  {:dw$}  {:16}  {:12}  right tail",
+        "{:nw$}  {:dw$}  {:rw$}  {:lw$}  right tail",
         "name", "description", "default range", "left tail"
     )?;
-    for r in &rows {
-        let range = format!("[{}, {}]", r.range[0], r.range[1]);
+    for (r, range) in rows.iter().zip(&ranges) {
         writeln!(
             s,
-            "{:nw$}  {:dw$}  {:16}  {:12}  {}",
+            "{:nw$}  {:dw$}  {:rw$}  {:lw$}  {}",
             r.name, r.description, range, r.left_tail, r.right_tail
         )?;
     }

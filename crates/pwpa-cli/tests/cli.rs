@@ -554,6 +554,17 @@ fn missing_and_unreadable_files() {
     let dir = d.path("adir");
     std::fs::create_dir(&dir).unwrap();
     fails(&pwpa(&["info", p(&dir)]), &["cannot read", "adir"], &[]);
+    // bench takes a table, a catalogue name or an expression: a missing table file is
+    // reported as missing, not as an expression that does not parse.
+    for name in [
+        p(&missing).to_string(),
+        "nope.json".into(),
+        "no/such/t.json".into(),
+    ] {
+        let o = pwpa(&["bench", &name, "-n", "16"]);
+        fails(&o, &["cannot read table", &name], &[]);
+        assert!(!stderr(&o).contains("expression"), "{}", stderr(&o));
+    }
     // Missing input array.
     let t = d.table("t.json", &sample_table(), Layout::Aos);
     let y = d.path("y.npy");

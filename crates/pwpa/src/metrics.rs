@@ -628,7 +628,11 @@ impl std::fmt::Display for ErrorReport {
             fmt_exh(f, "in range", &x.in_range)?;
             fmt_exh(f, "all finite", &x.all_finite)?;
         }
-        write!(f, "  (relative error: {})", self.relative_rule)
+        write!(
+            f,
+            "  (relative error: {}; ulp: |table - f| / the output type's ulp at f, so 0.5 or less is correctly rounded)",
+            self.relative_rule
+        )
     }
 }
 
