@@ -170,8 +170,14 @@ impl Summary {
 
 /// Reads and validates a table file, returning it with its stored layout.
 pub fn load_table(path: &Path) -> Result<(Table, Layout)> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read table {}", path.display()))?;
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read table {}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        anyhow::anyhow!(
+            "cannot read table {}: not a text file (a pwpa table is JSON; see docs/FORMAT.md)",
+            path.display()
+        )
+    })?;
     pwpa::format::from_json(&text).with_context(|| format!("invalid table {}", path.display()))
 }
 
@@ -705,5 +711,11 @@ pub fn eval(a: &EvalArgs) -> Result<()> {
         npy::npy_bytes(ArrayDType::Elem(out_dtype), &arr.shape, &data)?
     };
     pwpa::format::write_atomic(&a.output, &bytes)?;
+    println!(
+        "wrote {} ({} {out_dtype} values{})",
+        a.output.display(),
+        arr.shape.iter().product::<usize>(),
+        if raw_out { ", raw little-endian" } else { "" }
+    );
     Ok(())
 }

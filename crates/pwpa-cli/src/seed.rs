@@ -285,6 +285,7 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
                 Layout::Soa
             };
             pwpa::format::save(&table, &a.output, layout)?;
+            println!("wrote {} ({layout:?})", a.output.display());
         }
         To::Seed => {
             let (coeffs, points, exact) = table.to_seed();
@@ -331,12 +332,18 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
                     let _ = std::fs::remove_file(&a.output);
                     return Err(e.into());
                 }
+                println!(
+                    "wrote {} (seed coefficients) and {} (partition points)",
+                    a.output.display(),
+                    pts_path.display()
+                );
             } else {
                 if is_npy(&a.output) {
                     bail!("a seed export to .npy needs --points-out FILE.npy for the partition points");
                 }
                 let text = seed_json(&coeffs, &points, table.degree());
                 pwpa::format::write_atomic(&a.output, text.as_bytes())?;
+                println!("wrote {} (seed format)", a.output.display());
             }
         }
     }

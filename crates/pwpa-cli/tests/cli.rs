@@ -554,6 +554,14 @@ fn missing_and_unreadable_files() {
     let dir = d.path("adir");
     std::fs::create_dir(&dir).unwrap();
     fails(&pwpa(&["info", p(&dir)]), &["cannot read", "adir"], &[]);
+    // A binary file where a table is expected.
+    let bin = d.path("t.bin");
+    std::fs::write(&bin, b"\x93NUMPY\xff\xfe").unwrap();
+    fails(
+        &pwpa(&["info", p(&bin)]),
+        &["not a text file", "t.bin"],
+        &[],
+    );
     // bench takes a table, a catalogue name or an expression: a missing table file is
     // reported as missing, not as an expression that does not parse.
     for name in [
@@ -821,7 +829,14 @@ fn eval_of_an_empty_and_a_scalar_array() {
     let x = d.path("e.npy");
     write_npy(&x, "<f4", &[0], &[]);
     let y = d.path("ey.npy");
-    ok(&pwpa(&["eval", p(&tp), "-i", p(&x), "-o", p(&y)]));
+    let o = pwpa(&["eval", p(&tp), "-i", p(&x), "-o", p(&y)]);
+    ok(&o);
+    // It says what it wrote.
+    assert!(
+        stdout(&o).contains("wrote") && stdout(&o).contains("(0 f32 values)"),
+        "{}",
+        stdout(&o)
+    );
     let (_, shape, data) = read_npy(&y);
     assert_eq!((shape.as_str(), data.len()), ("(0,)", 0));
     // 0-d array.
