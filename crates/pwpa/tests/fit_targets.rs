@@ -678,27 +678,38 @@ fn exact_exp2_left_tails_of_silu_and_mish_are_correctly_rounded_for_every_bf16_i
     }
 }
 
+/// An exact bf16 fit (default options otherwise) of f on its default range.
+fn exact_bf16_fit(
+    name: &str,
+    f: fn(f64) -> f64,
+    range: (f64, f64),
+    tails: (Tail, Tail),
+) -> FitOutcome {
+    let func = FitFunction {
+        name: name.into(),
+        f: &f,
+        default_range: range,
+        default_tails: tails,
+    };
+    let o = FitOptions {
+        goal: Goal::Exact(DType::BF16),
+        ..opts()
+    };
+    fit_function(&func, &o, &|_| {}).unwrap()
+}
+
 /// A zero of f away from 0 (log at x = 1): the piece holding it is anchored there, so
 /// the table gives exactly 0 at 1 and every bf16 input of the range is correctly rounded.
 /// (Before, the fit of log failed: 1 of 1,537 inputs wrong, 11,230 ulp at x = 1.)
 #[test]
 fn exact_bf16_log_gives_zero_at_one_and_is_correctly_rounded_in_range() {
     let f: fn(f64) -> f64 = f64::ln;
-    let func = FitFunction {
-        name: "log".into(),
-        f: &f,
-        default_range: (1.0 / 64.0, 64.0),
-        default_tails: (c(f32::NEG_INFINITY), Tail::Clamp),
-    };
-    let o = fit_function(
-        &func,
-        &FitOptions {
-            goal: Goal::Exact(DType::BF16),
-            ..opts()
-        },
-        &|_| {},
-    )
-    .unwrap();
+    let o = exact_bf16_fit(
+        "log",
+        f,
+        (1.0 / 64.0, 64.0),
+        (c(f32::NEG_INFINITY), Tail::Clamp),
+    );
     assert_eq!(
         o.table.eval_f32(1.0).to_bits(),
         0.0f32.to_bits(),
@@ -719,21 +730,7 @@ fn exact_fits_find_zeros_between_samples_and_skip_irrational_ones() {
     let g: fn(f64) -> f64 = |x| (x - 2.0).tanh();
     let h: fn(f64) -> f64 = |x| x * x - 2.0;
     for (name, f, lo, hi) in [("tanh(x-2)", g, -1.3, 7.1), ("x*x-2", h, 0.5, 3.0)] {
-        let func = FitFunction {
-            name: name.into(),
-            f: &f,
-            default_range: (lo, hi),
-            default_tails: (Tail::Clamp, Tail::Clamp),
-        };
-        let o = fit_function(
-            &func,
-            &FitOptions {
-                goal: Goal::Exact(DType::BF16),
-                ..opts()
-            },
-            &|_| {},
-        )
-        .unwrap();
+        let o = exact_bf16_fit(name, f, (lo, hi), (Tail::Clamp, Tail::Clamp));
         let (n, wrong, max) = bf16_check(&o.table, f, Some((lo as f32, hi as f32)));
         assert_eq!((wrong, max), (0, 0), "{name}: {n} inputs");
         if name == "tanh(x-2)" {

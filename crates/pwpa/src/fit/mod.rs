@@ -273,14 +273,12 @@ fn check_limits(partitions: usize, degree: usize) -> Result<()> {
     Ok(())
 }
 
-/// Checks that f is finite on [lo, hi] (dense sample plus the ends); names the point.
 /// An f32 point z of [lo, hi] with f(z) == 0 exactly (in f64), for relative-error fits:
 /// 0 when f(0) == 0 and 0 is in range; else the first zero found by sampling 4,097 points
 /// and bisecting each sign change (at most 64) down to adjacent f32 values. None when f
 /// has no zero at an f32 point there (a root between two f32 values needs no exact 0).
 fn exact_zero(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Option<f32> {
-    let zero_at = |x: f32| f(x as f64) == 0.0;
-    if lo <= 0.0 && hi >= 0.0 && zero_at(0.0) {
+    if lo <= 0.0 && hi >= 0.0 && f(0.0) == 0.0 {
         return Some(0.0);
     }
     const SAMPLES: usize = 4096;
@@ -330,6 +328,7 @@ fn exact_zero(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Option<f32> 
     None
 }
 
+/// Checks that f is finite on [lo, hi] (dense sample plus the ends); names the point.
 fn check_finite(name: &str, f: &(dyn Fn(f64) -> f64 + Sync), lo: f64, hi: f64) -> Result<()> {
     let n = 8192;
     for i in 0..=n {

@@ -34,18 +34,14 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
             // at ±2^-13 when z = 0), are anchored at z: p = (x − z)·q keeps relative
             // accuracy near it (for tiny x when z = 0) and gives p(z) = 0 exactly.
             const NEAR: f64 = 1.0 / 4096.0;
-            let zero = ctx.zero.is_some_and(|z| {
-                let z = z as f64;
+            let zero = ctx.zero.map(f64::from).filter(|&z| {
                 (a <= z && b >= z) || (a > z && a - z <= NEAR) || (b < z && z - b <= NEAR)
             });
             let spec = PieceSpec {
                 a,
                 b,
-                anchor: match ctx.zero {
-                    Some(z) if zero => z as f64,
-                    _ => anchors_mid[i] as f64,
-                },
-                zero_anchored: zero,
+                anchor: zero.unwrap_or(anchors_mid[i] as f64),
+                zero_anchored: zero.is_some(),
                 pin_left: ctx.continuous && i > 0,
                 pin_right: ctx.continuous && i + 1 < p,
             };

@@ -294,7 +294,8 @@ pub(crate) fn fit_piece(
     } else {
         degree
     };
-    let z = spec.anchor;
+    // The anchor, which is f's zero z for a zero-anchored piece.
+    let (anchor, z) = (spec.anchor, spec.anchor);
     let mut prob = Problem {
         f,
         m,
@@ -338,7 +339,6 @@ pub(crate) fn fit_piece(
     let (c, err, lb, conv) = result;
     // p(s) → powers of t = x − anchor; s = (t + anchor − m)/h.
     let ps = prob.monomial(&c);
-    let anchor = spec.anchor;
     let mut t = compose_affine(&ps, m - anchor, h);
     if zero {
         // Times t = x − z. At z = 0 a constant term of −0 keeps the sign of zero:
