@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod commands;
+mod export_cmd;
 mod npy;
 mod plot_cmd;
 mod progress;
@@ -39,6 +40,8 @@ enum Command {
     Eval(commands::EvalArgs),
     /// Convert a table between the AoS and SoA layouts and the seed's format.
     Convert(seed::ConvertArgs),
+    /// Export a table as a C header (with a bit-exact evaluator) or a $readmemh image.
+    Export(export_cmd::ExportArgs),
     /// Plot a table against its function, with the error curve beneath.
     Plot(plot_cmd::PlotArgs),
     /// Time table evaluation against a copy of the same bytes.
@@ -63,6 +66,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Info(a) => commands::info(&a),
         Command::Eval(a) => commands::eval(&a),
         Command::Convert(a) => seed::convert(&a),
+        Command::Export(a) => export_cmd::run(&a),
         Command::Plot(a) => plot_cmd::run(&a),
         Command::Bench(a) => bench::run(&a),
     }

@@ -235,6 +235,7 @@ fn help_everywhere_and_version() {
         "info",
         "eval",
         "convert",
+        "export",
         "plot",
         "bench",
     ] {
@@ -412,6 +413,12 @@ fn bad_table_everywhere(d: &Dir, name: &str, text: &str, needles: &[&str]) {
         ]),
         needles,
         &[&out_json],
+    );
+    let out_h = d.path(&format!("{name}.out.h"));
+    fails(
+        &pwpa(&["export", p(&t), "-o", p(&out_h)]),
+        needles,
+        &[&out_h],
     );
     no_temp_files(d.tmp.path());
 }
@@ -1268,6 +1275,116 @@ fn bad_sample_files() {
     fails(
         &pwpa(&["fit", "gelu", "--samples", p(&npy), "-o", p(&out)]),
         &["--samples"],
+        &[&out],
+    );
+    no_temp_files(d.tmp.path());
+}
+
+/// `pwpa export`: the C header, compiled with the system C compiler, gives the bits
+/// `pwpa eval` gives on the same inputs; the `$readmemh` image holds the table's words;
+/// bad requests fail cleanly without an output file.
+#[test]
+fn export_c_header_and_memh() {
+    let d = Dir::new();
+    for (k, t) in [sample_table(), uniform_table()].iter().enumerate() {
+        let tj = d.table(&format!("t{k}.json"), t, Layout::Soa);
+        let h = d.path(&format!("tab-{k}.h"));
+        let o = pwpa(&["export", p(&tj), "-o", p(&h)]);
+        ok(&o);
+        assert!(stdout(&o).contains("wrote"), "{}", stdout(&o));
+        let text = std::fs::read_to_string(&h).unwrap();
+        // The default symbol prefix: the file stem as a C identifier.
+        assert!(text.contains(&format!("static inline float tab_{k}_eval(float x)")));
+        let x = special_inputs(t);
+        let xin = d.path(&format!("x{k}.npy"));
+        write_npy(&xin, "<f4", &[x.len()], &f32_bytes(&x));
+        let yout = d.path(&format!("y{k}.npy"));
+        ok(&pwpa(&["eval", p(&tj), "-i", p(&xin), "-o", p(&yout)]));
+        let (_, _, want) = read_npy(&yout);
+        let c = d.path(&format!("main{k}.c"));
+        std::fs::write(
+            &c,
+            format!(
+                "#include <stdio.h>\n#include \"tab-{k}.h\"\n\
+                 int main(void) {{ float x; while (fread(&x, 4, 1, stdin) == 1) {{ float y = tab_{k}_eval(x); fwrite(&y, 4, 1, stdout); }} return 0; }}\n"
+            ),
+        )
+        .unwrap();
+        let bin = d.path(&format!("main{k}"));
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let st = Command::new(&cc)
+            .args(["-std=c99", "-O2", "-Wall", "-Werror"])
+            .arg(&c)
+            .arg("-o")
+            .arg(&bin)
+            .arg("-lm")
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run the C compiler {cc}: {e}"));
+        assert!(st.success(), "the exported header does not compile");
+        let mut child = Command::new(&bin)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(&f32_bytes(&x))
+            .unwrap();
+        let got = child.wait_with_output().unwrap().stdout;
+        assert_eq!(got.len(), want.len());
+        for (i, (g, w)) in got.chunks(4).zip(want.chunks(4)).enumerate() {
+            let (g, w) = (
+                f32::from_le_bytes(g.try_into().unwrap()),
+                f32::from_le_bytes(w.try_into().unwrap()),
+            );
+            assert!(
+                g.to_bits() == w.to_bits(),
+                "table {k}, x = {:e}: C {g:e}, pwpa eval {w:e}",
+                x[i]
+            );
+        }
+        // The image: header words, then breakpoints from word 8.
+        let m = d.path(&format!("t{k}.mem"));
+        ok(&pwpa(&["export", p(&tj), "-o", p(&m)]));
+        let words: Vec<u32> = std::fs::read_to_string(&m)
+            .unwrap()
+            .lines()
+            .map(|l| l.split("//").next().unwrap().trim())
+            .filter(|l| !l.is_empty() && !l.starts_with('@'))
+            .map(|l| u32::from_str_radix(l, 16).unwrap())
+            .collect();
+        let b = t.breakpoints();
+        assert_eq!(words[0] as usize, t.partitions());
+        assert_eq!(words[1] as usize, t.degree());
+        assert_eq!(words[8], b.lo().to_bits());
+        assert_eq!(words[8 + t.partitions()], b.hi().to_bits());
+    }
+    let tj = d.table("s.json", &sample_table(), Layout::Aos);
+    let out = d.path("out.txt");
+    fails(
+        &pwpa(&["export", p(&tj), "-o", p(&out)]),
+        &["cannot tell the export format", "--format"],
+        &[&out],
+    );
+    let out = d.path("out.h");
+    fails(
+        &pwpa(&["export", p(&tj), "-o", p(&out), "--name", "1bad-name"]),
+        &["not a C identifier"],
+        &[&out],
+    );
+    let out = d.path("no/such/dir/out.h");
+    fails(
+        &pwpa(&["export", p(&tj), "-o", p(&out)]),
+        &["does not exist"],
+        &[&out],
+    );
+    let out = d.path("out.mem");
+    fails(
+        &pwpa(&["export", p(&tj), "-o", p(&out), "--name", "x"]),
+        &["--name applies to C headers only"],
         &[&out],
     );
     no_temp_files(d.tmp.path());

@@ -85,6 +85,12 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// An export's symbol prefix that is not a C identifier.
+    #[error("export name {name:?} is not a C identifier (letters, digits and _, not starting with a digit)")]
+    InvalidExportName {
+        /// The name given.
+        name: String,
+    },
     /// JSON that does not parse or does not match the schema.
     #[error("malformed table file: {0}")]
     Format(String),

@@ -8,6 +8,7 @@
 pub mod element;
 pub mod error;
 pub mod eval;
+pub mod export;
 pub mod fit;
 pub mod format;
 pub mod funcs;

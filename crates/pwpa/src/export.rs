@@ -1,0 +1,505 @@
+//! Exports for hardware and C: a table as a C header with a golden-model evaluator, and
+//! as a Verilog `$readmemh` memory image.
+//!
+//! Both carry every number as its IEEE-754 binary32 bit pattern (eight hex digits), so
+//! nothing is lost to decimal printing.
+//!
+//! - [`c_header`]: `static const uint32_t` arrays of breakpoints, anchors and
+//!   coefficients, the tails as constants, and `static inline float NAME_eval(float x)`,
+//!   which follows the evaluation convention step for step (the same f32 subtractions
+//!   and products, `fmaf` for every fused step, pwpa's exp2 recipe for exp2 tails).
+//!   Compiled with a C99 compiler whose `float` arithmetic is IEEE binary32
+//!   (`FLT_EVAL_METHOD == 0`, which the header checks) and without `-ffast-math`, it
+//!   returns the f32 bits that pwpa's evaluators return for every input (tested against
+//!   the oracle with `cc`). Use it as the reference model of a design, e.g. through
+//!   SystemVerilog DPI-C.
+//! - [`memh`]: one 32-bit word per line in a documented memory map (`@` addresses,
+//!   `//` comments), readable by `$readmemh`: breakpoints, anchors, coefficients
+//!   (piece-major, highest power first), then the tails' parameters.
+
+use std::fmt::Write;
+
+use crate::error::{Error, Result};
+use crate::table::{Breakpoints, Table, Tail, EXP2_POLY_BITS};
+
+/// Checks that `name` is a C identifier usable as the exported symbols' prefix.
+pub fn check_name(name: &str) -> Result<()> {
+    let mut chars = name.chars();
+    let ok = match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' => {
+            chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidExportName {
+            name: name.to_string(),
+        })
+    }
+}
+
+/// A C identifier made from `s` (a file stem, say): characters outside
+/// `[A-Za-z0-9_]` become `_`, and a leading digit (or nothing) gets a `pwpa_` prefix.
+pub fn identifier(s: &str) -> String {
+    let mut id: String = s
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if id.is_empty() || id.starts_with(|c: char| c.is_ascii_digit()) {
+        id.insert_str(0, "pwpa_");
+    }
+    id
+}
+
+fn hex(v: f32) -> String {
+    format!("0x{:08x}u", v.to_bits())
+}
+
+/// `{ 0x...u, ... }` with eight words per line.
+fn c_array(words: &[f32], indent: &str) -> String {
+    let mut s = String::from("{\n");
+    for chunk in words.chunks(8) {
+        let line: Vec<String> = chunk.iter().map(|&v| hex(v)).collect();
+        let _ = writeln!(s, "{indent}{},", line.join(", "));
+    }
+    s.push('}');
+    s
+}
+
+/// Human-readable description of a tail (for comments).
+fn describe_tail(t: &Tail) -> String {
+    match t {
+        Tail::Clamp => "clamp (the edge piece at the edge point)".into(),
+        Tail::Extend => "extend (the edge piece at x)".into(),
+        Tail::Linear { slope, intercept } => format!("linear fma({slope:e}, x, {intercept:e})"),
+        Tail::Constant { value } => format!("constant {value:e}"),
+        Tail::Exp2 {
+            negative,
+            anchor,
+            coeffs,
+        } => format!(
+            "{}exp2(q(x {} {:e})), q of degree {}",
+            if *negative { "-" } else { "" },
+            if anchor.is_sign_negative() { "+" } else { "-" },
+            anchor.abs(),
+            coeffs.len() - 1
+        ),
+    }
+}
+
+/// The C statement(s) that return tail `t` at x (`edge` is the edge piece's index,
+/// `at` the edge point's constant).
+fn c_tail(name: &str, t: &Tail, side: &str, edge: &str, at: &str) -> String {
+    match t {
+        Tail::Clamp => format!("return {name}_piece({edge}, {at});"),
+        Tail::Extend => format!("return {name}_piece({edge}, x);"),
+        Tail::Linear { slope, intercept } => {
+            if *slope == 0.0 {
+                format!("return pwpa_f32({});", hex(*intercept))
+            } else {
+                format!(
+                    "return fmaf(pwpa_f32({}), x, pwpa_f32({}));",
+                    hex(*slope),
+                    hex(*intercept)
+                )
+            }
+        }
+        Tail::Constant { value } => format!("return pwpa_f32({});", hex(*value)),
+        Tail::Exp2 {
+            negative, anchor, ..
+        } => format!(
+            "{{\n        float v = pwpa_exp2f(pwpa_horner({name}_{side}_q, {n}, x - pwpa_f32({a})));\n        return {sign}v;\n    }}",
+            n = match t {
+                Tail::Exp2 { coeffs, .. } => coeffs.len() - 1,
+                _ => 0,
+            },
+            a = hex(*anchor),
+            sign = if *negative { "-" } else { "" },
+        ),
+    }
+}
+
+/// The table as a self-contained C header (see the module notes). `name` prefixes
+/// every symbol (`NAME_breakpoints`, `NAME_eval`, `NAME_PIECES`, …) and names the
+/// include guard; `source` is a line of provenance for the header's comment.
+pub fn c_header(table: &Table, name: &str, source: &str) -> Result<String> {
+    check_name(name)?;
+    let b = table.breakpoints();
+    let (p, d) = (b.partitions(), table.degree());
+    let upper = name.to_ascii_uppercase();
+    let points: Vec<f32> = (0..=p).map(|i| b.point(i) as f32).collect();
+    let mut h = String::new();
+    let _ = writeln!(
+        h,
+        "/* {name}: a pwpa piecewise polynomial table as C (generated by pwpa {}; do not edit).",
+        env!("CARGO_PKG_VERSION")
+    );
+    let _ = writeln!(h, " * Source: {source}");
+    let _ = writeln!(
+        h,
+        " * {p} piece(s) of degree {d}, {} breakpoints on [{:e}, {:e}].",
+        if b.is_uniform() {
+            "uniform"
+        } else {
+            "arbitrary"
+        },
+        b.lo(),
+        b.hi()
+    );
+    let _ = writeln!(
+        h,
+        " * Left tail (x < b_0): {}.",
+        describe_tail(table.left_tail())
+    );
+    let _ = writeln!(
+        h,
+        " * Right tail (x > b_P): {}.",
+        describe_tail(table.right_tail())
+    );
+    h.push_str(
+        " *
+ * Every number is an IEEE-754 binary32 bit pattern. NAME_eval(x) follows pwpa's evaluation
+ * convention and returns the f32 bits pwpa returns (its CPU and CUDA evaluators are
+ * bit-identical to it), provided float arithmetic is binary32 (checked below) and the
+ * code is compiled without -ffast-math:
+ *   NaN -> NaN; x < b_0 -> left tail; x > b_P -> right tail; otherwise piece i =
+ *   uniform: min(trunc((x - b_0) * INV_STEP), P - 1), arbitrary: the number of interior
+ *   breakpoints b_1..b_{P-1} that are <= x; then t = x - anchor[i] (one f32 subtraction)
+ *   and Horner r = c[i][0]; r = fmaf(r, t, c[i][k]) for k = 1..D (highest power first);
+ *   a NaN result is written as the canonical quiet NaN 0x7fc00000.
+ * bf16/f16 results are this f32 value rounded once to nearest-even.
+ */
+",
+    );
+    let _ = writeln!(h, "#ifndef {upper}_PWPA_H\n#define {upper}_PWPA_H\n");
+    h.push_str(
+        "#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
+#error \"pwpa tables need float arithmetic evaluated in binary32 (FLT_EVAL_METHOD == 0)\"
+#endif
+
+#ifndef PWPA_COMMON_DEFINED
+#define PWPA_COMMON_DEFINED
+static inline float pwpa_f32(uint32_t bits) {
+    float v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+static inline uint32_t pwpa_bits(float v) {
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return bits;
+}
+/* Horner with fmaf, highest power first: c[0..=d]. */
+static inline float pwpa_horner(const uint32_t *c, int d, float t) {
+    float r = pwpa_f32(c[0]);
+    for (int k = 1; k <= d; k++) r = fmaf(r, t, pwpa_f32(c[k]));
+    return r;
+}
+/* 2^p, pwpa's recipe: n = round-half-even(p), f = p - n, a degree-7 polynomial in f,
+ * then n added to the exponent bits (with a final product by 2 or 2^-64 at the ends). */
+static const uint32_t pwpa_exp2_poly[8] = ",
+    );
+    let poly: Vec<f32> = EXP2_POLY_BITS.iter().map(|&b| f32::from_bits(b)).collect();
+    h.push_str(&c_array(&poly, "    "));
+    h.push_str(
+        ";
+static inline float pwpa_exp2f(float p) {
+    if (p != p) return pwpa_f32(0x7fc00000u);
+    if (p >= 128.0f) return pwpa_f32(0x7f800000u);
+    if (p < -150.0f) return 0.0f;
+    float n = nearbyintf(p); /* the default rounding mode: to nearest, ties to even */
+    float f = p - n;
+    uint32_t r = pwpa_bits(pwpa_horner(pwpa_exp2_poly, 7, f));
+    int32_t ni = (int32_t)n;
+    if (ni > 127) return pwpa_f32(r + (127u << 23)) * 2.0f;
+    if (ni >= -125) return pwpa_f32(r + ((uint32_t)ni << 23));
+    return pwpa_f32(r + ((uint32_t)(ni + 64) << 23)) * pwpa_f32(0x1f800000u); /* 2^-64 */
+}
+#endif /* PWPA_COMMON_DEFINED */
+
+",
+    );
+    let _ = writeln!(h, "#define {upper}_PIECES {p}");
+    let _ = writeln!(h, "#define {upper}_DEGREE {d}");
+    let _ = writeln!(h, "#define {upper}_UNIFORM {}", u8::from(b.is_uniform()));
+    let _ = writeln!(h, "#define {upper}_LO {}", hex(b.lo()));
+    let _ = writeln!(h, "#define {upper}_HI {}", hex(b.hi()));
+    let _ = writeln!(
+        h,
+        "#define {upper}_INV_STEP {} /* uniform: P / (hi - lo) in f64, rounded once */\n",
+        hex(b.inv_step())
+    );
+    let _ = writeln!(
+        h,
+        "/* b_0 .. b_P (uniform: lo + i (hi - lo) / P rounded to f32, for reference; the index uses INV_STEP). */"
+    );
+    let _ = writeln!(
+        h,
+        "static const uint32_t {name}_breakpoints[{}] = {};",
+        p + 1,
+        c_array(&points, "    ")
+    );
+    let _ = writeln!(
+        h,
+        "/* The local origin of each piece: t = x - anchor[i]. */"
+    );
+    let _ = writeln!(
+        h,
+        "static const uint32_t {name}_anchors[{p}] = {};",
+        c_array(table.anchors(), "    ")
+    );
+    let _ = writeln!(
+        h,
+        "/* Piece-major coefficients, highest power first: piece i is [i * (D + 1), (i + 1) * (D + 1)). */"
+    );
+    let _ = writeln!(
+        h,
+        "static const uint32_t {name}_coeffs[{}] = {};",
+        p * (d + 1),
+        c_array(table.coeffs(), "    ")
+    );
+    for (side, t) in [("left", table.left_tail()), ("right", table.right_tail())] {
+        if let Tail::Exp2 { coeffs, .. } = t {
+            let _ = writeln!(
+                h,
+                "/* The {side} tail's exponent polynomial q, highest power first. */"
+            );
+            let _ = writeln!(
+                h,
+                "static const uint32_t {name}_{side}_q[{}] = {};",
+                coeffs.len(),
+                c_array(coeffs, "    ")
+            );
+        }
+    }
+    let _ = writeln!(
+        h,
+        "\n/* Piece i at x. */\nstatic inline float {name}_piece(int i, float x) {{\n    \
+         return pwpa_horner({name}_coeffs + i * ({upper}_DEGREE + 1), {upper}_DEGREE, x - pwpa_f32({name}_anchors[i]));\n}}\n"
+    );
+    let index = match b {
+        Breakpoints::Uniform { .. } => format!(
+            "    float u = (x - pwpa_f32({upper}_LO)) * pwpa_f32({upper}_INV_STEP);\n    \
+             int i = (int)u; /* u is in [0, P] here */\n    \
+             if (i > {upper}_PIECES - 1) i = {upper}_PIECES - 1;"
+        ),
+        Breakpoints::Arbitrary(_) => format!(
+            "    /* The number of b_1..b_(P-1) that are <= x, by bisection. */\n    \
+             int i = 0, n = {upper}_PIECES - 1;\n    \
+             while (n > 0) {{\n        \
+             int half = n / 2;\n        \
+             if (pwpa_f32({name}_breakpoints[1 + i + half]) <= x) {{ i += half + 1; n -= half + 1; }}\n        \
+             else n = half;\n    \
+             }}"
+        ),
+    };
+    let _ = writeln!(
+        h,
+        "/* The table at x before NaN results are made canonical. */\nstatic inline float {name}_eval_raw(float x) {{\n    \
+         if (x != x) return pwpa_f32(0x7fc00000u);\n    \
+         if (x < pwpa_f32({upper}_LO)) {}\n    \
+         if (x > pwpa_f32({upper}_HI)) {}\n\
+         {index}\n    \
+         return {name}_piece(i, x);\n}}\n",
+        c_tail(name, table.left_tail(), "left", "0", &format!("pwpa_f32({upper}_LO)")),
+        c_tail(
+            name,
+            table.right_tail(),
+            "right",
+            &format!("{upper}_PIECES - 1"),
+            &format!("pwpa_f32({upper}_HI)")
+        ),
+    );
+    let _ = writeln!(
+        h,
+        "/* The table at x: pwpa's f32 result, bit for bit (a NaN as the canonical 0x7fc00000). */\n\
+         static inline float {name}_eval(float x) {{\n    \
+         float r = {name}_eval_raw(x);\n    \
+         return r != r ? pwpa_f32(0x7fc00000u) : r;\n}}\n"
+    );
+    let _ = writeln!(h, "#endif /* {upper}_PWPA_H */");
+    Ok(h)
+}
+
+/// Word addresses of the sections of a [`memh`] image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemMap {
+    /// Header words: P, D, uniform flag, lo, hi, inv_step, left and right tail kinds.
+    pub header: usize,
+    /// b_0 … b_P.
+    pub breakpoints: usize,
+    /// anchor_0 … anchor_{P-1}.
+    pub anchors: usize,
+    /// P × (D + 1) coefficients, piece-major, highest power first.
+    pub coeffs: usize,
+    /// Left tail parameters (see [`memh`]).
+    pub left: usize,
+    /// Right tail parameters.
+    pub right: usize,
+    /// One past the last word.
+    pub end: usize,
+}
+
+/// The tail kind's code in a [`memh`] header: clamp 0, extend 1, linear 2, constant 3,
+/// exp2 4, negated exp2 5.
+pub fn tail_code(t: &Tail) -> u32 {
+    match t {
+        Tail::Clamp => 0,
+        Tail::Extend => 1,
+        Tail::Linear { .. } => 2,
+        Tail::Constant { .. } => 3,
+        Tail::Exp2 {
+            negative: false, ..
+        } => 4,
+        Tail::Exp2 { negative: true, .. } => 5,
+    }
+}
+
+/// A tail's parameter words: linear [slope, intercept], constant [value],
+/// exp2 [anchor, n, q_0 … q_{n-1}] (n as an integer word), none for clamp and extend.
+fn tail_words(t: &Tail) -> Vec<u32> {
+    match t {
+        Tail::Clamp | Tail::Extend => Vec::new(),
+        Tail::Linear { slope, intercept } => vec![slope.to_bits(), intercept.to_bits()],
+        Tail::Constant { value } => vec![value.to_bits()],
+        Tail::Exp2 { anchor, coeffs, .. } => {
+            let mut w = vec![anchor.to_bits(), coeffs.len() as u32];
+            w.extend(coeffs.iter().map(|c| c.to_bits()));
+            w
+        }
+    }
+}
+
+/// The memory map of `table`'s [`memh`] image.
+pub fn mem_map(table: &Table) -> MemMap {
+    let p = table.partitions();
+    let d = table.degree();
+    let header = 0;
+    let breakpoints = 8;
+    let anchors = breakpoints + p + 1;
+    let coeffs = anchors + p;
+    let left = coeffs + p * (d + 1);
+    let right = left + tail_words(table.left_tail()).len();
+    let end = right + tail_words(table.right_tail()).len();
+    MemMap {
+        header,
+        breakpoints,
+        anchors,
+        coeffs,
+        left,
+        right,
+        end,
+    }
+}
+
+/// The table as a `$readmemh` image of 32-bit words (see [`mem_map`]): a header
+/// `[P, D, uniform, lo, hi, inv_step, left code, right code]` (integers as integers,
+/// reals as binary32 bits; codes from [`tail_code`]), then the breakpoints, anchors,
+/// coefficients and tail parameters, each section at its `@` address.
+pub fn memh(table: &Table, source: &str) -> String {
+    let b = table.breakpoints();
+    let (p, d) = (b.partitions(), table.degree());
+    let m = mem_map(table);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "// pwpa table as a $readmemh image of 32-bit words (generated by pwpa {}; do not edit).",
+        env!("CARGO_PKG_VERSION")
+    );
+    let _ = writeln!(s, "// Source: {source}");
+    let _ = writeln!(
+        s,
+        "// {p} piece(s) of degree {d}, {} breakpoints on [{:e}, {:e}]; reals are IEEE-754 binary32 bits.",
+        if b.is_uniform() { "uniform" } else { "arbitrary" },
+        b.lo(),
+        b.hi()
+    );
+    let _ = writeln!(s, "// Left tail: {}.", describe_tail(table.left_tail()));
+    let _ = writeln!(s, "// Right tail: {}.", describe_tail(table.right_tail()));
+    s.push_str(
+        "// Evaluation (pwpa's convention): NaN -> NaN; x < lo -> left tail; x > hi -> right tail;
+// else piece i (uniform: min(trunc((x - lo) * inv_step), P - 1) in f32; arbitrary: the
+// number of interior breakpoints <= x), t = x - anchor[i] in f32, then Horner with fused
+// multiply-adds, highest power first. Tail codes: 0 clamp, 1 extend, 2 linear (slope,
+// intercept: fma(slope, x, intercept)), 3 constant (value), 4 exp2 / 5 -exp2 (anchor, n,
+// q_0..q_{n-1}: 2^q(x - anchor), pwpa's exp2 recipe).
+",
+    );
+    let _ = writeln!(
+        s,
+        "// Memory map (word addresses in hex, sizes in words): header @{:x} (8), breakpoints @{:x} ({}), anchors @{:x} ({}), \
+         coefficients @{:x} ({}, piece-major), left tail @{:x} ({}), right tail @{:x} ({}), end @{:x}.",
+        m.header,
+        m.breakpoints,
+        p + 1,
+        m.anchors,
+        p,
+        m.coeffs,
+        p * (d + 1),
+        m.left,
+        m.right - m.left,
+        m.right,
+        m.end - m.right,
+        m.end
+    );
+    let header = [
+        p as u32,
+        d as u32,
+        u32::from(b.is_uniform()),
+        b.lo().to_bits(),
+        b.hi().to_bits(),
+        b.inv_step().to_bits(),
+        tail_code(table.left_tail()),
+        tail_code(table.right_tail()),
+    ];
+    let labels = [
+        "P",
+        "D",
+        "uniform",
+        "lo",
+        "hi",
+        "inv_step",
+        "left tail",
+        "right tail",
+    ];
+    let _ = writeln!(s, "@{:x}", m.header);
+    for (w, l) in header.iter().zip(labels) {
+        let _ = writeln!(s, "{w:08x} // {l}");
+    }
+    let mut section = |title: &str, at: usize, words: &[u32]| {
+        if words.is_empty() {
+            return;
+        }
+        let _ = writeln!(s, "// {title}\n@{at:x}");
+        for w in words {
+            let _ = writeln!(s, "{w:08x}");
+        }
+    };
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    let points: Vec<f32> = (0..=p).map(|i| b.point(i) as f32).collect();
+    section("breakpoints b_0 .. b_P", m.breakpoints, &bits(&points));
+    section("anchors", m.anchors, &bits(table.anchors()));
+    section(
+        "coefficients, piece-major, highest power first",
+        m.coeffs,
+        &bits(table.coeffs()),
+    );
+    section(
+        "left tail parameters",
+        m.left,
+        &tail_words(table.left_tail()),
+    );
+    section(
+        "right tail parameters",
+        m.right,
+        &tail_words(table.right_tail()),
+    );
+    s
+}

@@ -1,0 +1,371 @@
+//! The exported C header's evaluator, compiled with the system C compiler (`$CC`, else
+//! `cc`, the linker cargo itself needs), against the oracle: bitwise on every table's
+//! breakpoints and their neighbours, tail edges, specials and random inputs, for every
+//! tail kind, uniform and arbitrary breakpoints, degrees 0 to 15, and fitted
+//! catalogue tables with exp2 tails. Built twice: `-O2` and `-O2 -march=native` (FMA
+//! instructions instead of libm's `fmaf`). Also checks the `$readmemh` image word for
+//! word against the table.
+
+use std::path::Path;
+use std::process::Command;
+
+use pwpa::export::{c_header, mem_map, memh, tail_code};
+use pwpa::fit::{fit, FitOptions, Goal};
+use pwpa::{Breakpoints, DType, Table, Tail, Target};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn tails(lo: f32, hi: f32) -> Vec<Tail> {
+    vec![
+        Tail::Clamp,
+        Tail::Extend,
+        Tail::Constant { value: -0.0 },
+        Tail::Constant { value: 0.75 },
+        Tail::Linear {
+            slope: 1.0,
+            intercept: 0.25,
+        },
+        Tail::Linear {
+            slope: 0.0,
+            intercept: -3.5,
+        },
+        // Exponents reaching the subnormal range and overflow within a few units of x.
+        Tail::Exp2 {
+            negative: false,
+            anchor: lo,
+            coeffs: vec![-0.03125, 40.0 / (hi - lo).max(1.0), -120.0],
+        },
+        Tail::Exp2 {
+            negative: true,
+            anchor: hi,
+            coeffs: vec![30.0 / (hi - lo).max(1.0), 110.0],
+        },
+    ]
+}
+
+fn random_table(rng: &mut StdRng, p: usize, d: usize, uniform: bool, k: usize) -> Table {
+    let lo: f32 = rng.random_range(-10.0..0.0);
+    let hi: f32 = lo + rng.random_range(0.5..20.0);
+    let b = if uniform {
+        Breakpoints::uniform(lo, hi, p).unwrap()
+    } else {
+        let mut pts: Vec<f32> = (0..p - 1).map(|_| rng.random_range(lo..hi)).collect();
+        pts.push(lo);
+        pts.push(hi);
+        pts.sort_by(f32::total_cmp);
+        pts.dedup();
+        while pts.len() < p + 1 {
+            // Rare duplicates: fill with midpoints of the widest gap.
+            let (i, _) = pts
+                .windows(2)
+                .enumerate()
+                .max_by(|a, b| (a.1[1] - a.1[0]).total_cmp(&(b.1[1] - b.1[0])))
+                .unwrap();
+            let m = 0.5 * (pts[i] + pts[i + 1]);
+            pts.insert(i + 1, m);
+        }
+        Breakpoints::arbitrary(pts).unwrap()
+    };
+    let anchors = if k.is_multiple_of(2) {
+        Table::midpoint_anchors(&b)
+    } else {
+        (0..p).map(|i| b.point(i) as f32).collect()
+    };
+    let coeffs = (0..p * (d + 1))
+        .map(|_| rng.random_range(-2.0f32..2.0) / (1 + d) as f32)
+        .collect();
+    let ts = tails(lo, hi);
+    let (left, right) = (ts[k % ts.len()].clone(), ts[(k / 2 + 3) % ts.len()].clone());
+    Table::new(b, d, anchors, coeffs, left, right).unwrap()
+}
+
+fn tables() -> Vec<Table> {
+    let mut rng = StdRng::seed_from_u64(20_261_125);
+    let mut out = Vec::new();
+    let mut k = 0;
+    for p in [1usize, 2, 7, 64, 300] {
+        for uniform in [true, false] {
+            for d in [0usize, 1, 3, 5, 15] {
+                out.push(random_table(&mut rng, p, d, uniform, k));
+                k += 1;
+            }
+        }
+    }
+    // Fitted catalogue tables with their exp2 tails (gelu: exp2 on the left, linear on
+    // the right; exp: exp2 on both sides; sigmoid: exp2 left, 1 − exp2 is fitted as a
+    // constant right).
+    for name in ["gelu", "exp", "sigmoid", "silu"] {
+        let target = Target::parse(name).unwrap();
+        let opts = FitOptions {
+            degree: 3,
+            goal: Goal::Exact(DType::BF16),
+            exp_tails: true,
+            max_partitions: 256,
+            ..Default::default()
+        };
+        out.push(fit(&target, &opts, &|_| {}).unwrap());
+    }
+    out
+}
+
+/// Inputs for one table: specials, every breakpoint and its two neighbours on each
+/// side, the tails' anchors, random values over the range and beyond, random bits.
+fn inputs(t: &Table, rng: &mut StdRng) -> Vec<f32> {
+    let mut x = vec![
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        f32::from_bits(1),
+        f32::from_bits(0x8000_0001),
+        f32::MAX,
+        f32::MIN,
+        1.0,
+        -1.0,
+    ];
+    let b = t.breakpoints();
+    let up = |v: f32, n: i32| -> f32 {
+        let mut v = v;
+        for _ in 0..n.abs() {
+            v = if n > 0 { v.next_up() } else { v.next_down() };
+        }
+        v
+    };
+    for i in 0..=b.partitions() {
+        let v = b.point(i) as f32;
+        for n in -2..=2 {
+            x.push(up(v, n));
+        }
+    }
+    for tail in [t.left_tail(), t.right_tail()] {
+        if let Tail::Exp2 { anchor, .. } = tail {
+            x.push(*anchor);
+        }
+    }
+    let (lo, hi) = (b.lo(), b.hi());
+    let w = hi - lo;
+    for _ in 0..3000 {
+        x.push(rng.random_range(lo - w..hi + w));
+    }
+    for _ in 0..1000 {
+        x.push(rng.random_range(lo - 40.0 * w..hi + 40.0 * w));
+    }
+    for _ in 0..1000 {
+        x.push(f32::from_bits(rng.random()));
+    }
+    x
+}
+
+fn compiler() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".into())
+}
+
+/// Compiles `driver.c` in `dir` with `flags`; returns the binary's path.
+fn compile(dir: &Path, flags: &[&str], out: &str) -> std::path::PathBuf {
+    let bin = dir.join(out);
+    let res = Command::new(compiler())
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+        .args(flags)
+        .arg(dir.join("driver.c"))
+        .arg("-o")
+        .arg(&bin)
+        .arg("-lm")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler {:?}: {e}", compiler()));
+    assert!(
+        res.status.success(),
+        "C compile with {flags:?} failed:\n{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    bin
+}
+
+#[test]
+fn c_header_equals_oracle() {
+    let tables = tables();
+    let dir = std::env::temp_dir().join(format!("pwpa-export-c-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    // The driver: `driver K IN OUT` evaluates table K on the f32s of IN into OUT.
+    let mut driver = String::from("#include <stdio.h>\n#include <stdlib.h>\n");
+    for (k, t) in tables.iter().enumerate() {
+        let h = c_header(t, &format!("t{k}"), "test table").unwrap();
+        std::fs::write(dir.join(format!("t{k}.h")), h).unwrap();
+        driver.push_str(&format!("#include \"t{k}.h\"\n"));
+    }
+    driver.push_str(
+        "int main(int argc, char **argv) {
+    if (argc != 4) return 2;
+    int k = atoi(argv[1]);
+    FILE *in = fopen(argv[2], \"rb\"), *out = fopen(argv[3], \"wb\");
+    if (!in || !out) return 3;
+    float x;
+    while (fread(&x, sizeof x, 1, in) == 1) {
+        float y;
+        switch (k) {
+",
+    );
+    for k in 0..tables.len() {
+        driver.push_str(&format!("        case {k}: y = t{k}_eval(x); break;\n"));
+    }
+    driver.push_str(
+        "        default: return 4;
+        }
+        fwrite(&y, sizeof y, 1, out);
+    }
+    fclose(in);
+    return fclose(out) != 0;
+}
+",
+    );
+    std::fs::write(dir.join("driver.c"), driver).unwrap();
+    let builds = [
+        compile(&dir, &["-O2"], "plain"),
+        compile(&dir, &["-O2", "-march=native"], "native"),
+    ];
+    let mut checked = 0usize;
+    for (k, t) in tables.iter().enumerate() {
+        let x = inputs(t, &mut rng);
+        let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let (inp, outp) = (dir.join(format!("in{k}")), dir.join(format!("out{k}")));
+        std::fs::write(&inp, bytes).unwrap();
+        for bin in &builds {
+            let st = Command::new(bin)
+                .arg(k.to_string())
+                .arg(&inp)
+                .arg(&outp)
+                .status()
+                .unwrap();
+            assert!(st.success(), "driver {} failed on table {k}", bin.display());
+            let got: Vec<f32> = std::fs::read(&outp)
+                .unwrap()
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                .collect();
+            assert_eq!(got.len(), x.len());
+            for (&xi, &g) in x.iter().zip(&got) {
+                // The oracle with f32 output: NaN canonical, like every evaluator.
+                let want: f32 = t.eval(xi);
+                assert!(
+                    want.to_bits() == g.to_bits(),
+                    "table {k} ({} P={} D={} tails {}/{}), {}: C gives {g:e} ({:#010x}), pwpa {want:e} ({:#010x}) at x = {xi:e} ({:#010x})",
+                    if t.breakpoints().is_uniform() { "uniform" } else { "arbitrary" },
+                    t.partitions(),
+                    t.degree(),
+                    t.left_tail().kind(),
+                    t.right_tail().kind(),
+                    bin.display(),
+                    g.to_bits(),
+                    want.to_bits(),
+                    xi.to_bits()
+                );
+                checked += 1;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    // 54 tables, ~5,000+ inputs each, two builds.
+    assert!(checked > 2 * 54 * 5000, "only {checked} values checked");
+}
+
+/// Parses a `$readmemh` image into words by address.
+fn parse_memh(s: &str) -> Vec<Option<u32>> {
+    let mut mem: Vec<Option<u32>> = Vec::new();
+    let mut at = 0usize;
+    for line in s.lines() {
+        let line = line.split("//").next().unwrap().trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(a) = line.strip_prefix('@') {
+            at = usize::from_str_radix(a, 16).unwrap();
+            continue;
+        }
+        for word in line.split_whitespace() {
+            if mem.len() <= at {
+                mem.resize(at + 1, None);
+            }
+            assert!(mem[at].is_none(), "word {at:#x} written twice");
+            mem[at] = Some(u32::from_str_radix(word, 16).unwrap());
+            at += 1;
+        }
+    }
+    mem
+}
+
+#[test]
+fn memh_image_holds_the_table() {
+    for t in tables() {
+        let m = mem_map(&t);
+        let mem = parse_memh(&memh(&t, "test"));
+        assert_eq!(mem.len(), m.end);
+        let w = |a: usize| mem[a].expect("every word of the map is written");
+        let b = t.breakpoints();
+        let (p, d) = (t.partitions(), t.degree());
+        assert_eq!(
+            [w(0), w(1), w(2), w(6), w(7)],
+            [
+                p as u32,
+                d as u32,
+                u32::from(b.is_uniform()),
+                tail_code(t.left_tail()),
+                tail_code(t.right_tail())
+            ]
+        );
+        assert_eq!(
+            [w(3), w(4), w(5)],
+            [b.lo().to_bits(), b.hi().to_bits(), b.inv_step().to_bits()]
+        );
+        for i in 0..=p {
+            assert_eq!(w(m.breakpoints + i), (b.point(i) as f32).to_bits());
+        }
+        for i in 0..p {
+            assert_eq!(w(m.anchors + i), t.anchors()[i].to_bits());
+            for (k, c) in t.piece(i).iter().enumerate() {
+                assert_eq!(w(m.coeffs + i * (d + 1) + k), c.to_bits());
+            }
+        }
+        for (at, tail) in [(m.left, t.left_tail()), (m.right, t.right_tail())] {
+            match tail {
+                Tail::Clamp | Tail::Extend => {}
+                Tail::Linear { slope, intercept } => {
+                    assert_eq!([w(at), w(at + 1)], [slope.to_bits(), intercept.to_bits()])
+                }
+                Tail::Constant { value } => assert_eq!(w(at), value.to_bits()),
+                Tail::Exp2 { anchor, coeffs, .. } => {
+                    assert_eq!([w(at), w(at + 1)], [anchor.to_bits(), coeffs.len() as u32]);
+                    for (k, c) in coeffs.iter().enumerate() {
+                        assert_eq!(w(at + 2 + k), c.to_bits());
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn export_names_must_be_c_identifiers() {
+    let t = Table::new(
+        Breakpoints::uniform(0.0, 1.0, 1).unwrap(),
+        0,
+        vec![0.5],
+        vec![1.0],
+        Tail::Clamp,
+        Tail::Clamp,
+    )
+    .unwrap();
+    for bad in ["", "1gelu", "ge-lu", "gelu.h", "g elu", "é"] {
+        let e = c_header(&t, bad, "x").unwrap_err().to_string();
+        assert!(e.contains("not a C identifier"), "{bad:?}: {e}");
+    }
+    assert!(c_header(&t, "_gelu2", "x").is_ok());
+    assert_eq!(
+        pwpa::export::identifier("gelu-bf16.exact"),
+        "gelu_bf16_exact"
+    );
+    assert_eq!(pwpa::export::identifier("3x"), "pwpa_3x");
+}
