@@ -460,6 +460,10 @@ pub fn fit(a: &FitArgs) -> Result<()> {
     pb.finish_and_clear();
     let outcome = result.with_context(|| format!("cannot fit {}", target.name()))?;
     let fit_summary = outcome.to_string();
+    if let Some(w) = &outcome.warning {
+        // On stderr, so that it shows with --json too.
+        eprintln!("warning: {w}");
+    }
     let mut table = outcome.table;
     if !table.meta.contains_key("function") {
         table

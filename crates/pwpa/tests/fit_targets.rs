@@ -3,7 +3,7 @@
 mod fit_common;
 use fit_common::*;
 use pwpa::fit::*;
-use pwpa::{bf16, DType, Element, Error, Table};
+use pwpa::{bf16, DType, Element, Error, Table, Target};
 
 fn opts() -> FitOptions {
     FitOptions::default()
@@ -736,5 +736,49 @@ fn exact_fits_find_zeros_between_samples_and_skip_irrational_ones() {
         if name == "tanh(x-2)" {
             assert_eq!(o.table.eval_f32(2.0), 0.0, "{name}");
         }
+    }
+}
+
+/// A fit that is farther from f than 0 is on most of its range (exp over its whole f32
+/// domain, absolute error) carries a warning, checked against an independent sweep here;
+/// ordinary fits and a relative-error exp fit on a sane range do not.
+#[test]
+fn useless_fits_warn_and_good_ones_do_not() {
+    let exp = Target::parse("exp").unwrap();
+    let o = fit_report(&exp, &opts(), &|_| {}).unwrap();
+    let (lo, hi) = (o.table.breakpoints().lo(), o.table.breakpoints().hi());
+    // Independent count: the table's error exceeds |e^x| wherever e^x is below it.
+    let n = 10_000;
+    let bad = (0..=n)
+        .filter(|&k| {
+            let x = (lo as f64 + (hi as f64 - lo as f64) * k as f64 / n as f64) as f32;
+            let want = (x as f64).exp();
+            (o.table.eval_f32(x) as f64 - want).abs() > want
+        })
+        .count();
+    assert!(
+        bad * 2 > n,
+        "the default exp fit was expected to be useless ({bad} of {n})"
+    );
+    let w = o.warning.expect("a warning for the default exp fit");
+    assert!(w.contains("farther from exp than 0 is"), "{w}");
+    assert_eq!(o.table.meta["warning"].as_str(), Some(w.as_str()));
+    for (name, range, measure) in [
+        ("gelu", None, ErrorMeasure::Absolute),
+        ("sigmoid", None, ErrorMeasure::Absolute),
+        ("exp", Some((-4.0, 4.0)), ErrorMeasure::Relative),
+    ] {
+        let o = fit_report(
+            &Target::parse(name).unwrap(),
+            &FitOptions {
+                range,
+                measure,
+                ..opts()
+            },
+            &|_| {},
+        )
+        .unwrap();
+        assert!(o.warning.is_none(), "{name}: {:?}", o.warning);
+        assert!(!o.table.meta.contains_key("warning"));
     }
 }

@@ -186,6 +186,8 @@ pub struct FitOutcome {
     /// goals where an exp2 tail took over the rest because it is correctly rounded
     /// there on every input (checked exhaustively).
     pub core: (f32, f32),
+    /// Set when the table is useless on most of the range (see `meta.warning`).
+    pub warning: Option<String>,
 }
 
 /// Fits a table for a [`Target`].
@@ -524,6 +526,7 @@ pub fn fit_function(
     let max_jump = max_jump(&table);
     let in_range = verify::sweep_refs(&table, checked, &refs_in);
     let all_finite = verify::sweep_refs(&table, checked, &refs_all);
+    let warning = useless_warning(&table, f, &func.name, measure, lo32, hi32);
 
     let m = &mut table.meta;
     m.insert("function".into(), func.name.clone().into());
@@ -582,6 +585,9 @@ pub fn fit_function(
     for (k, v) in tail_notes {
         m.insert(k, v);
     }
+    if let Some(w) = &warning {
+        m.insert("warning".into(), w.clone().into());
+    }
     progress(Progress {
         fraction: 1.0,
         message: "done".into(),
@@ -601,8 +607,49 @@ pub fn fit_function(
         checked_dtype: checked,
         range: (lo32, hi32),
         core: (core_lo, core_hi),
+        warning,
         table,
     })
+}
+
+/// Points of [`useless_warning`]'s sweep.
+const USELESS_POINTS: usize = 4097;
+
+/// A warning when the table is farther from f than 0 is (|table − f| > |f|) on more than
+/// half of [lo, hi] (evenly spaced points): the fit is useless there, typically because f
+/// spans many orders of magnitude (exp over its whole f32 domain with an absolute error
+/// measure). None otherwise.
+fn useless_warning(
+    table: &Table,
+    f: &(dyn Fn(f64) -> f64 + Sync),
+    name: &str,
+    measure: ErrorMeasure,
+    lo: f32,
+    hi: f32,
+) -> Option<String> {
+    let bad = (0..USELESS_POINTS)
+        .filter(|&k| {
+            let x = (lo as f64 + (hi as f64 - lo as f64) * k as f64 / (USELESS_POINTS - 1) as f64)
+                as f32;
+            let want = f(x as f64);
+            (table.eval_f32(x) as f64 - want).abs() > want.abs()
+        })
+        .count();
+    let frac = bad as f64 / USELESS_POINTS as f64;
+    if frac <= 0.5 {
+        return None;
+    }
+    let advice = match measure {
+        ErrorMeasure::Absolute => {
+            "fit the relative error (--error rel, Python error=\"rel\") with more partitions"
+        }
+        ErrorMeasure::Relative => "use more partitions or a higher degree",
+    };
+    Some(format!(
+        "the table is farther from {name} than 0 is on {:.0} % of [{lo}, {hi}]: {advice}, narrow the range, \
+         or use an exact fit with exp2 tails (--exact bf16 --exp-tails) for functions that decay or grow exponentially",
+        100.0 * frac
+    ))
 }
 
 /// Fits P × D pieces (uniform or adaptive).
