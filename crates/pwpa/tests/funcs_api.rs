@@ -540,3 +540,47 @@ fn decay_detection_for_expressions() {
         );
     }
 }
+
+/// A default constant tail of value zero carries the sign of the function beyond the
+/// range (gelu → −0 on the left: its correctly rounded bf16/f16 values there are −0), at
+/// several points past each end where the function is nonzero.
+#[test]
+fn zero_tails_carry_the_function_s_sign() {
+    let mut checked = 0;
+    for f in catalogue() {
+        let (lo, hi) = f.range;
+        for (tail, xs) in [
+            (&f.left, [lo - 1.0, lo - 10.0, lo * 4.0 - 1.0]),
+            (&f.right, [hi + 1.0, hi + 10.0, hi * 4.0 + 1.0]),
+        ] {
+            let Tail::Constant { value } = tail else {
+                continue;
+            };
+            if *value != 0.0 {
+                continue;
+            }
+            for x in xs {
+                let y = (f.eval)(x);
+                if y == 0.0 || y.is_nan() {
+                    continue;
+                }
+                assert_eq!(
+                    value.is_sign_negative(),
+                    y < 0.0,
+                    "{}: tail {value:?} but f({x}) = {y:e}",
+                    f.name
+                );
+                // and the correctly rounded 16-bit values, where they underflow, are that zero
+                for (b, h) in [(bf16::from_f64(y).to_f32(), f16::from_f64(y).to_f32())] {
+                    for r in [b, h] {
+                        if r == 0.0 {
+                            assert_eq!(r.to_bits(), value.to_bits(), "{} at {x}", f.name);
+                        }
+                    }
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} tail points checked");
+}

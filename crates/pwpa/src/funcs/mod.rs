@@ -90,6 +90,9 @@ pub struct Function {
 const INF: f64 = f64::INFINITY;
 const ALL: (f64, f64) = (-INF, INF);
 const ZERO: Tail = Tail::Constant { value: 0.0 };
+/// −0: the tail of a function that approaches 0 from below (gelu, silu, … on the left),
+/// whose correctly rounded tiny values underflow to −0 in bf16/f16.
+const NEG_ZERO: Tail = Tail::Constant { value: -0.0 };
 const IDENTITY: Tail = Tail::Linear {
     slope: 1.0,
     intercept: 0.0,
@@ -106,7 +109,7 @@ static CATALOGUE: [Function; 18] = [
         description: "GELU, exact erf form: x·Φ(x) = ½x·erfc(−x/√2)",
         eval: refs::gelu,
         range: (-8.0, 8.0),
-        left: ZERO,
+        left: NEG_ZERO,
         right: IDENTITY,
         left_decay: true,
         right_decay: false,
@@ -119,7 +122,7 @@ static CATALOGUE: [Function; 18] = [
         description: "GELU, tanh form: ½x(1 + tanh(√(2/π)(x + 0.044715x³)))",
         eval: refs::gelu_tanh,
         range: (-8.0, 8.0),
-        left: ZERO,
+        left: NEG_ZERO,
         right: IDENTITY,
         left_decay: true,
         right_decay: false,
@@ -132,7 +135,7 @@ static CATALOGUE: [Function; 18] = [
         description: "SiLU (swish): x·σ(x)",
         eval: refs::silu,
         range: (-20.0, 20.0),
-        left: ZERO,
+        left: NEG_ZERO,
         right: IDENTITY,
         left_decay: true,
         right_decay: false,
@@ -210,7 +213,7 @@ static CATALOGUE: [Function; 18] = [
         description: "Mish: x·tanh(softplus(x))",
         eval: refs::mish,
         range: (-20.0, 20.0),
-        left: ZERO,
+        left: NEG_ZERO,
         right: IDENTITY,
         left_decay: true,
         right_decay: false,
@@ -268,7 +271,7 @@ static CATALOGUE: [Function; 18] = [
         eval: refs::log_sigmoid,
         range: (-20.0, 20.0),
         left: IDENTITY,
-        right: ZERO,
+        right: NEG_ZERO,
         left_decay: false,
         right_decay: true,
         symmetry: Symmetry::LinearPlusEven { slope: 0.5 },
@@ -280,7 +283,7 @@ static CATALOGUE: [Function; 18] = [
         description: "hard swish: x·min(max(x + 3, 0), 6)/6",
         eval: refs::hardswish,
         range: (-4.0, 4.0),
-        left: ZERO,
+        left: NEG_ZERO,
         right: IDENTITY,
         left_decay: false,
         right_decay: false,
