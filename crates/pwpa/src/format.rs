@@ -236,7 +236,13 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
 /// Loads a table file.
 pub fn load(path: impl AsRef<Path>) -> Result<Table> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io("cannot read", path, e))?;
+    let bytes = std::fs::read(path).map_err(|e| Error::io("cannot read", path, e))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        Error::Format(format!(
+            "{}: not a text file (a pwpa table is JSON; see docs/FORMAT.md)",
+            path.display()
+        ))
+    })?;
     from_json(&text).map(|(t, _)| t).map_err(|e| match e {
         Error::Format(m) => Error::Format(format!("{}: {m}", path.display())),
         other => other,
@@ -359,6 +365,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("expected 12 coefficients"), "{e}");
+    }
+
+    #[test]
+    fn a_binary_file_is_a_format_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.json");
+        std::fs::write(&p, [0x7b, 0xff, 0xfe, 0x00, 0x80]).unwrap();
+        let e = load(&p).unwrap_err();
+        assert!(matches!(e, Error::Format(_)), "{e:?}");
+        assert!(e.to_string().contains("not a text file"), "{e}");
     }
 
     #[test]
