@@ -150,6 +150,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=40)
     ap.add_argument("--device", default=None)
     args = ap.parse_args()
+    if args.epochs < 1:
+        ap.error(f"--epochs must be at least 1 (got {args.epochs})")
     device = args.device or ("cuda" if torch.cuda.is_available() and pwpa.cuda_compiled() else "cpu")
     torch.manual_seed(0)
     xtr, ytr, xte, yte = data(device)

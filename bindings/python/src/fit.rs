@@ -184,8 +184,9 @@ pub fn fit(
         max_partitions,
         max_degree,
     };
+    let callback_error: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
     let table = py
-        .detach(move || {
+        .detach(|| {
             let target = match (target, samples) {
                 (_, Some((xs, ys))) => Target::from_samples(xs, ys)?,
                 (Some(spec), None) => Target::parse(&spec)?,
@@ -195,20 +196,34 @@ pub fn fit(
                     ))
                 }
             };
+            // The first exception of the callback (or a pending signal: Ctrl-C) is kept,
+            // the callback is not called again, and the exception is raised when the fit
+            // returns (the fit itself cannot be interrupted midway).
             let report = |p: Progress| {
                 if let Some(cb) = &progress {
                     Python::attach(|py| {
-                        // A failing progress callback must not abort the fit.
-                        if let Err(e) = cb.call1(py, (p.fraction, p.message)) {
-                            e.write_unraisable(py, None);
+                        let mut failed = callback_error.lock().unwrap_or_else(|e| e.into_inner());
+                        if failed.is_none() {
+                            let r = py
+                                .check_signals()
+                                .and_then(|()| cb.call1(py, (p.fraction, p.message)).map(drop));
+                            if let Err(e) = r {
+                                *failed = Some(e);
+                            }
                         }
                     });
                 }
             };
             pwpa::fit::fit(&target, &opts, &report)
         })
-        .py_err(py)?;
-    Ok(NativeTable::new(table))
+        .py_err(py);
+    if let Some(e) = callback_error
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+    {
+        return Err(e);
+    }
+    Ok(NativeTable::new(table?))
 }
 
 /// The catalogue as (name, description, (lo, hi)) tuples.

@@ -118,9 +118,3 @@ def test_fit_from_samples():
     assert np.max(np.abs(t(q) - np.sin(q.astype(np.float64)))) < 1e-3
 
 
-def test_progress_callback_errors_do_not_abort_the_fit():
-    def bad(fraction, message):
-        raise RuntimeError("callback failure")
-
-    t = fit_or_skip("tanh", partitions=4, degree=2, progress=bad)
-    assert t.partitions == 4

@@ -9,9 +9,10 @@ torch.compile support, ``nn.Module``, activation replacement) lives in
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 import json
 import os
+import warnings
 import weakref
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
@@ -26,6 +27,7 @@ from .errors import (
     DeviceError,
     DTypeError,
     FitError,
+    FitWarning,
     FunctionError,
     PwpaError,
     PwpaIOError,
@@ -52,6 +54,7 @@ __all__ = [
     "PwpaError",
     "TableError",
     "FitError",
+    "FitWarning",
     "FunctionError",
     "DTypeError",
     "ShapeError",
@@ -65,18 +68,45 @@ __all__ = [
 TailSpec = Union[str, float, dict, tuple, None]
 
 # Table handles for the torch custom op (an int is all torch.compile needs to carry).
-_HANDLES = itertools.count(1)
-_REGISTRY: "weakref.WeakValueDictionary[int, Table]" = weakref.WeakValueDictionary()
+# A handle is a hash of the table's content (breakpoints, anchors, coefficients, tails;
+# not its metadata), so a graph saved by torch.export and loaded in another process
+# finds its table there once an identical table is loaded, and never picks a different
+# one. Every live Table with that content is registered under it (weakly).
+_REGISTRY: "dict[int, list[weakref.ref[Table]]]" = {}
+
+
+def _content_handle(doc: dict) -> int:
+    body = {k: v for k, v in doc.items() if k != "meta"}
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
+    # 62 bits: a positive int64 for torch's `int` argument, never 0.
+    return (int.from_bytes(digest[:8], "little") & ((1 << 62) - 1)) or 1
+
+
+# Live tables whose handle has not been computed yet (hashed on a lookup miss, so that a
+# table loaded before an exported program runs is found without touching its handle).
+_UNHASHED: "list[weakref.ref[Table]]" = []
+_UNHASHED_LIMIT = 1024  # pruned of dead and hashed tables when it reaches this length
 
 
 def _lookup(handle: int) -> "Table":
-    t = _REGISTRY.get(int(handle))
-    if t is None:
-        raise ArgumentError(
-            f"pwpa table handle {handle} does not refer to a live table "
-            "(keep the Table, or the module holding it, alive while it is used)"
-        )
-    return t
+    for attempt in range(2):
+        for ref in _REGISTRY.get(int(handle), ()):
+            t = ref()
+            if t is not None:
+                return t
+        if attempt == 0:
+            pending = [r() for r in _UNHASHED]
+            _UNHASHED.clear()
+            for t in pending:
+                if t is not None and t._handle is None:
+                    t.handle  # registers it
+    _REGISTRY.pop(int(handle), None)
+    raise ArgumentError(
+        f"pwpa table handle {handle} does not refer to a live table (keep the Table, or "
+        "the module holding it, alive while it is used; a program saved with torch.export "
+        "finds its tables by content: load them, e.g. with pwpa.load or the model's "
+        "state_dict, before running it)"
+    )
 
 
 def _tail_dict(spec: TailSpec, side: str) -> Optional[dict]:
@@ -225,6 +255,11 @@ class Table:
         self._native = native
         self._deriv = None
         self._handle = None
+        global _UNHASHED_LIMIT
+        if len(_UNHASHED) >= _UNHASHED_LIMIT:
+            _UNHASHED[:] = [r for r in _UNHASHED if (u := r()) is not None and u._handle is None]
+            _UNHASHED_LIMIT = max(1024, 2 * len(_UNHASHED))
+        _UNHASHED.append(weakref.ref(self))
         self._meta_cache = None
 
     @classmethod
@@ -363,10 +398,13 @@ class Table:
 
     @property
     def handle(self) -> int:
-        """An int naming this table to the ``pwpa::eval`` torch op (stable for its life)."""
+        """An int naming this table to the ``pwpa::eval`` torch op: a hash of its content
+        (equal tables have equal handles, in any process)."""
         if self._handle is None:
-            self._handle = next(_HANDLES)
-            _REGISTRY[self._handle] = self
+            self._handle = _content_handle(self._doc())
+            refs = [r for r in _REGISTRY.get(self._handle, ()) if r() is not None]
+            refs.append(weakref.ref(self))
+            _REGISTRY[self._handle] = refs
         return self._handle
 
     # ---- analysis -------------------------------------------------------------
@@ -455,6 +493,8 @@ def cuda_device_name(ordinal: int = 0) -> str:
 
 def set_parallelism(enabled: bool) -> None:
     """Turns multi-threaded CPU evaluation on or off for this process (off in forked children)."""
+    if not isinstance(enabled, (bool, np.bool_)):
+        raise ArgumentError(f"set_parallelism takes True or False (got {enabled!r})")
     _native.set_parallelism(bool(enabled))
 
 
@@ -494,9 +534,14 @@ def fit(
     continuous: C0 at breakpoints. exp_tails: exp2 tails where the function decays.
     left_tail/right_tail: 'clamp', 'extend', a number, ('linear', a, b), ('constant', v)
         or a format dict; default the function's. max_partitions/max_degree: search limits.
-    progress: called as progress(fraction, message) during long fits.
-    The GIL is released while fitting.
+    progress: called as progress(fraction, message) during long fits. An exception it
+        raises (or Ctrl-C) stops the callbacks and is raised when the fit returns.
+    The GIL is released while fitting. A table that is farther from the function than 0
+    is on most of the range (exp over its whole domain with error='abs', say) comes with
+    a FitWarning that says what to change.
     """
+    if progress is not None and not callable(progress):
+        raise ArgumentError(f"progress must be callable as progress(fraction, message) (got {progress!r})")
     target = None
     samples = None
     if isinstance(func, str):
@@ -544,7 +589,11 @@ def fit(
         int(max_degree),
         progress,
     )
-    return Table._wrap(native)
+    table = Table._wrap(native)
+    warning = table.meta.get("warning")
+    if isinstance(warning, str):
+        warnings.warn(warning, FitWarning, stacklevel=2)
+    return table
 
 
 def __getattr__(name: str) -> Any:

@@ -181,15 +181,24 @@ def check_device(device: Any) -> None:
 def _eval_numpy(table: Any, x: Any, out: Any) -> Any:
     scalar = False
     if not isinstance(x, np.ndarray):
-        if isinstance(x, np.generic):
+        if isinstance(x, np.generic) and not isinstance(x, float):
             x = np.asarray(x)
         else:
-            # Python numbers and lists: evaluate in float32.
-            scalar = np.ndim(x) == 0
+            # Python numbers (np.float64 scalars are Python floats) and sequences of
+            # them: evaluated in float32. None, strings, bools and objects are refused
+            # (numpy would turn None into NaN and "1.5" into 1.5).
+            what = type(x).__name__
+            hint = "give a number, a sequence of numbers, a numpy array or a torch tensor"
+            if x is None or isinstance(x, (str, bytes, bytearray)):
+                raise ArgumentError(f"cannot evaluate a {what}: {hint}")
             try:
-                x = np.asarray(x, dtype=np.float32)
+                scalar = np.ndim(x) == 0
+                a = np.asarray(x)
             except (TypeError, ValueError) as e:
-                raise ArgumentError(f"cannot evaluate a {type(x).__name__}: {e}") from None
+                raise ArgumentError(f"cannot evaluate a {what}: {e}") from None
+            if a.dtype.kind not in "fiu":
+                raise ArgumentError(f"cannot evaluate a {what} of {a.dtype} values: {hint}")
+            x = a.astype(np.float32)
     xd = _np_code(x.dtype, "input")
     if not x.dtype.isnative:
         x = x.astype(x.dtype.newbyteorder("="))

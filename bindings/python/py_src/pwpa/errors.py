@@ -51,7 +51,13 @@ class CudaError(DeviceError):
     """An error reported by the CUDA backend (driver, NVRTC, launch)."""
 
 
+class FitWarning(UserWarning):
+    """A fit that succeeded but is useless on most of its range (the table is farther
+    from the function than 0 is there); the message says what to change."""
+
+
 __all__ = [
+    "FitWarning",
     "PwpaError",
     "TableError",
     "FitError",

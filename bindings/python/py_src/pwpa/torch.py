@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from . import Table, _lookup
+from .errors import ArgumentError
 from ._eval import (
     _dense,
     _same_layout,
@@ -331,6 +332,13 @@ def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.
     """(table(x), table'(x)) without autograd. On CUDA one fused kernel computes both
     (the derivative in ``derivative_dtype``, default x's dtype — the fused kernel writes
     both in one type); on CPU two passes. Same bits as evaluating each table separately."""
+    if not isinstance(x, torch.Tensor):
+        raise ArgumentError(
+            f"value_and_derivative takes a torch tensor (got {type(x).__name__}); for numpy "
+            "arrays use table(x) and table.derivative()(x)"
+        )
+    if not isinstance(table, Table):
+        raise ArgumentError(f"value_and_derivative takes a pwpa.Table (got {type(table).__name__})")
     torch_code(x.dtype, "input")
     check_device(x.device)
     d = table.derivative()

@@ -1,0 +1,154 @@
+"""Defects found by a user walk-through (2026-11-25): content-hash table handles (a
+program saved with torch.export and loaded elsewhere finds its table or fails, never
+uses another), inputs numpy would silently coerce, progress callbacks that raise,
+the useless-fit warning, and argument checks."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import pwpa
+import pwpa.torch as pt
+
+
+def _table(seed=3, p=8):
+    rng = np.random.default_rng(seed)
+    return pwpa.Table.uniform(-4.0, 4.0, rng.normal(size=(p, 4)) * 0.3, anchors="midpoint", right_tail="extend")
+
+
+def test_equal_tables_share_a_handle_and_survive_each_other():
+    a = _table()
+    b = pwpa.Table.from_json(a.to_json("soa"))
+    c = _table(seed=4)
+    assert a == b and a.handle == b.handle != c.handle
+    assert 0 < a.handle < 2**62
+    # metadata does not enter the handle
+    doc = json.loads(a.to_json())
+    doc.setdefault("meta", {})["note"] = "other metadata"
+    assert pwpa.Table.from_json(json.dumps(doc)).handle == a.handle
+    x = torch.linspace(-6, 6, 101)
+    want = a(x)
+    h = a.handle
+    del a
+    import gc
+
+    gc.collect()
+    # b (same content) still serves the handle
+    assert torch.equal(torch.ops.pwpa.eval(x, h), want)
+
+
+def _run(code, cwd):
+    env = dict(os.environ)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_exported_program_finds_its_table_by_content_in_another_process(tmp_path):
+    t = _table(seed=5)
+    t.save(tmp_path / "t.json")
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 4), pt.PwPA(t))
+    x = torch.randn(3, 4)
+    ep = torch.export.export(m, (x,))
+    torch.export.save(ep, str(tmp_path / "ep.pt2"))
+    torch.save({"x": x, "y": m(x).detach()}, tmp_path / "xy.pt")
+    common = textwrap.dedent(
+        """
+        import torch, pwpa, pwpa.torch
+        d = torch.load("xy.pt")
+        ep = torch.export.load("ep.pt2")
+        """
+    )
+    # The table loaded first: the same output, bit for bit.
+    r = _run(common + 't = pwpa.load("t.json")\nassert torch.equal(ep.module()(d["x"]), d["y"]); print("same")\n', tmp_path)
+    assert r.returncode == 0 and "same" in r.stdout, r.stderr
+    # Another table alive (the case that used to pick it silently), or none: a clear error.
+    for extra in ['other = pwpa.Table.uniform(-1.0, 1.0, [[2.0, 1.0]])\n', ""]:
+        r = _run(
+            common
+            + extra
+            + textwrap.dedent(
+                """
+                try:
+                    ep.module()(d["x"])
+                except pwpa.ArgumentError as e:
+                    print("ArgumentError:", e)
+                """
+            ),
+            tmp_path,
+        )
+        assert r.returncode == 0, r.stderr
+        assert "ArgumentError" in r.stdout and "does not refer to a live table" in r.stdout, r.stdout + r.stderr
+        assert "torch.export" in r.stdout
+
+
+@pytest.mark.parametrize("bad", [None, "1.5", b"2", bytearray(b"2"), [None, 1.0], ["1", "2"], True, [True, False], [[1.0], [2.0, 3.0]], {"x": 1.0}])
+def test_values_numpy_would_coerce_are_refused(bad):
+    t = _table()
+    with pytest.raises(pwpa.ArgumentError, match="cannot evaluate"):
+        t(bad)
+
+
+def test_numpy_float64_scalars_are_python_floats():
+    t = _table()
+    y = t(np.float64(1.25))
+    assert isinstance(y, float) and y == t(1.25)
+    assert t(np.float32(1.25)) == np.float32(t(1.25))
+    assert t(3) == t(3.0)  # ints are numbers too
+    with pytest.raises(pwpa.DTypeError):
+        t(np.array([1.25]))  # f64 arrays stay unsupported
+
+
+def test_progress_callback_errors_propagate():
+    calls = []
+
+    def cb(frac, msg):
+        calls.append(frac)
+        raise ZeroDivisionError("from the callback")
+
+    with pytest.raises(ZeroDivisionError, match="from the callback"):
+        pwpa.fit("tanh", partitions=8, degree=3, progress=cb)
+    assert len(calls) == 1  # not called again after it raised
+    with pytest.raises(pwpa.ArgumentError, match="progress must be callable"):
+        pwpa.fit("tanh", progress=5)
+    seen = []
+    pwpa.fit("tanh", partitions=8, degree=3, progress=lambda f, m: seen.append((f, m)))
+    assert seen and seen[-1][0] == 1.0
+
+
+def test_useless_fit_warns():
+    with pytest.warns(pwpa.FitWarning, match=r"farther from exp than 0 is on 9\d % of"):
+        t = pwpa.fit("exp")
+    assert "warning" in t.meta
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = pwpa.fit("gelu")
+        t = pwpa.fit("exp", range=(-4, 4), error="rel", partitions=32)
+    assert "warning" not in t.meta
+
+
+def test_argument_checks():
+    t = _table()
+    with pytest.raises(pwpa.ArgumentError, match="takes a torch tensor"):
+        pt.value_and_derivative(np.zeros(3, np.float32), t)
+    with pytest.raises(pwpa.ArgumentError, match="takes a pwpa.Table"):
+        pt.value_and_derivative(torch.zeros(3), "gelu.json")
+    with pytest.raises(pwpa.ArgumentError, match="True or False"):
+        pwpa.set_parallelism("no")
+    pwpa.set_parallelism(True)
+
+
+def test_binary_file_is_a_table_error(tmp_path):
+    p = tmp_path / "rand.json"
+    p.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(pwpa.TableError, match="not a text file"):
+        pwpa.load(p)
