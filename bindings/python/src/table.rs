@@ -310,6 +310,31 @@ impl NativeTable {
             .py_err(py)
     }
 
+    /// Writes the table as a C header (`format = "c"`, symbols prefixed by `name`) or a
+    /// `$readmemh` image (`"memh"`), atomically; see `pwpa::export`.
+    #[pyo3(signature = (path, format, name, source))]
+    fn export(
+        &self,
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        format: &str,
+        name: &str,
+        source: &str,
+    ) -> PyResult<()> {
+        let text = match format {
+            "c" => pwpa::export::c_header(&self.table, name, source).py_err(py)?,
+            "memh" => pwpa::export::memh(&self.table, source),
+            other => {
+                return Err(pwpa::Error::InvalidArgument(format!(
+                    "unknown export format {other:?} (expected \"c\" or \"memh\")"
+                )))
+                .py_err(py)
+            }
+        };
+        py.detach(|| format::write_atomic(&path, text.as_bytes()))
+            .py_err(py)
+    }
+
     /// P.
     #[getter]
     fn partitions(&self) -> usize {

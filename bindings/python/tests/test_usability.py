@@ -152,3 +152,47 @@ def test_binary_file_is_a_table_error(tmp_path):
     p.write_bytes(bytes(range(256)) * 4)
     with pytest.raises(pwpa.TableError, match="not a text file"):
         pwpa.load(p)
+
+
+def test_export_c_header_and_memh(tmp_path):
+    """Table.export: the C header compiles and gives table(x)'s f32 bits; the image holds
+    P, D and the breakpoints; bad requests are clear errors without a file."""
+    import shutil
+
+    t = _table(seed=9)
+    t.export(tmp_path / "my-table.h")
+    text = (tmp_path / "my-table.h").read_text()
+    assert "static inline float my_table_eval(float x)" in text
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    assert cc, "no C compiler (cargo needs one as its linker)"
+    (tmp_path / "main.c").write_text(
+        '#include <stdio.h>\n#include "my-table.h"\n'
+        "int main(void) { float x; while (fread(&x, 4, 1, stdin) == 1) { float y = my_table_eval(x); fwrite(&y, 4, 1, stdout); } return 0; }\n"
+    )
+    subprocess.run([cc, "-std=c99", "-O2", "main.c", "-o", "main", "-lm"], cwd=tmp_path, check=True)
+    x = np.concatenate(
+        [np.linspace(-6, 6, 2001, dtype=np.float32), np.float32([np.inf, -np.inf, np.nan, 0.0, -0.0]), t.breakpoints.astype(np.float32)]
+    )
+    out = subprocess.run([str(tmp_path / "main")], input=x.tobytes(), capture_output=True, check=True).stdout
+    got = np.frombuffer(out, dtype=np.float32)
+    assert np.array_equal(got.view(np.uint32), t(x).view(np.uint32))
+    t.export(tmp_path / "t.mem")
+    words = [
+        int(w, 16)
+        for line in (tmp_path / "t.mem").read_text().splitlines()
+        for w in [line.split("//")[0].strip()]
+        if w and not w.startswith("@")
+    ]
+    assert words[0] == t.partitions and words[1] == t.degree
+    assert words[8] == np.float32(t.breakpoints[0]).view(np.uint32)
+    for kwargs, msg in [
+        (dict(path=tmp_path / "t.txt"), "cannot tell the export format"),
+        (dict(path=tmp_path / "t.h", name="1x"), "not a C identifier"),
+        (dict(path=tmp_path / "t.mem", name="x"), "C headers only"),
+        (dict(path=tmp_path / "t.h", format="verilog"), "unknown export format"),
+    ]:
+        with pytest.raises(pwpa.PwpaError, match=msg):
+            t.export(**kwargs)
+    assert not (tmp_path / "t.txt").exists() and not (tmp_path / "t.h").exists()
+    with pytest.raises(pwpa.PwpaIOError):
+        t.export(tmp_path / "no" / "dir" / "t.h")

@@ -293,6 +293,32 @@ class Table:
         """Writes the table atomically (never a half-written file)."""
         self._native.save(os.fspath(path), layout)
 
+    def export(self, path: Union[str, os.PathLike], format: Optional[str] = None, name: Optional[str] = None) -> None:
+        """Writes the table for C or RTL, atomically (``pwpa export``): ``format="c"`` a C
+        header with the table as f32 bit patterns and ``NAME_eval(float)``, bit-exact with
+        pwpa's evaluators; ``"memh"`` a Verilog ``$readmemh`` image (docs/FORMAT.md). The
+        format defaults from the extension (.h; .mem, .memh, .hex); ``name`` (C only)
+        defaults to the file's stem made into a C identifier."""
+        path = os.fspath(path)
+        stem, ext = os.path.splitext(os.path.basename(path))
+        if format is None:
+            format = {".h": "c", ".mem": "memh", ".memh": "memh", ".hex": "memh"}.get(ext.lower())
+            if format is None:
+                raise ArgumentError(
+                    f"cannot tell the export format from {path!r}: name it .h (C) or .mem/.memh/.hex "
+                    "($readmemh), or pass format='c' or 'memh'"
+                )
+        if format not in ("c", "memh"):
+            raise ArgumentError(f"unknown export format {format!r} (expected 'c' or 'memh')")
+        if name is not None and format != "c":
+            raise ArgumentError("name= applies to C headers only (format='c')")
+        if name is None:
+            ident = "".join(ch if (ch.isascii() and ch.isalnum()) else "_" for ch in stem)
+            name = ident if ident and not ident[0].isdigit() else "pwpa_" + ident
+        func = self.meta.get("function")
+        source = f"pwpa.Table (function {func})" if isinstance(func, str) else "pwpa.Table"
+        self._native.export(path, format, str(name), source)
+
     def to_json(self, layout: str = "aos") -> str:
         """The JSON text of the table, coefficients in ``layout`` ('aos' or 'soa')."""
         return self._native.to_json(layout)
