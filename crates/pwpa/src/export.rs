@@ -108,13 +108,12 @@ fn c_tail(name: &str, t: &Tail, side: &str, edge: &str, at: &str) -> String {
         }
         Tail::Constant { value } => format!("return pwpa_f32({});", hex(*value)),
         Tail::Exp2 {
-            negative, anchor, ..
+            negative,
+            anchor,
+            coeffs,
         } => format!(
             "{{\n        float v = pwpa_exp2f(pwpa_horner({name}_{side}_q, {n}, x - pwpa_f32({a})));\n        return {sign}v;\n    }}",
-            n = match t {
-                Tail::Exp2 { coeffs, .. } => coeffs.len() - 1,
-                _ => 0,
-            },
+            n = coeffs.len() - 1,
             a = hex(*anchor),
             sign = if *negative { "-" } else { "" },
         ),
