@@ -312,17 +312,26 @@ impl NativeTable {
 
     /// Writes the table as a C header (`format = "c"`, symbols prefixed by `name`) or a
     /// `$readmemh` image (`"memh"`), atomically; see `pwpa::export`.
+    /// `name` None: the file stem made into a C identifier (`pwpa::export::identifier`).
     #[pyo3(signature = (path, format, name, source))]
     fn export(
         &self,
         py: Python<'_>,
         path: std::path::PathBuf,
         format: &str,
-        name: &str,
+        name: Option<String>,
         source: &str,
     ) -> PyResult<()> {
+        let name = name.unwrap_or_else(|| {
+            pwpa::export::identifier(
+                &path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            )
+        });
         let text = match format {
-            "c" => pwpa::export::c_header(&self.table, name, source).py_err(py)?,
+            "c" => pwpa::export::c_header(&self.table, &name, source).py_err(py)?,
             "memh" => pwpa::export::memh(&self.table, source),
             other => {
                 return Err(pwpa::Error::InvalidArgument(format!(

@@ -22,7 +22,8 @@ use std::fmt::Write;
 use crate::error::{Error, Result};
 use crate::table::{Breakpoints, Table, Tail, EXP2_POLY_BITS};
 
-/// Checks that `name` is a C identifier usable as the exported symbols' prefix.
+/// Checks that `name` is a C identifier usable as the exported symbols' prefix and not
+/// reserved (no `__` anywhere, no `_` followed by a capital at the start).
 pub fn check_name(name: &str) -> Result<()> {
     let mut chars = name.chars();
     let ok = match chars.next() {
@@ -30,7 +31,8 @@ pub fn check_name(name: &str) -> Result<()> {
             chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         }
         _ => false,
-    };
+    } && !name.contains("__")
+        && !(name.starts_with('_') && name[1..].starts_with(|c: char| c.is_ascii_uppercase()));
     if ok {
         Ok(())
     } else {
@@ -40,17 +42,35 @@ pub fn check_name(name: &str) -> Result<()> {
     }
 }
 
-/// A C identifier made from `s` (a file stem, say): characters outside
-/// `[A-Za-z0-9_]` become `_`, and a leading digit (or nothing) gets a `pwpa_` prefix.
+/// A C identifier made from `s` (a file stem, say) that [`check_name`] accepts: each run
+/// of characters outside `[A-Za-z0-9]` becomes one `_`, `_` at either end is dropped,
+/// and a leading digit gets a `pwpa_` prefix (nothing left: `pwpa_table`).
 pub fn identifier(s: &str) -> String {
-    let mut id: String = s
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    if id.is_empty() || id.starts_with(|c: char| c.is_ascii_digit()) {
-        id.insert_str(0, "pwpa_");
+    let mut id = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            id.push(c);
+        } else if !id.is_empty() && !id.ends_with('_') {
+            id.push('_');
+        }
     }
-    id
+    let id = id.trim_end_matches('_');
+    if id.is_empty() {
+        "pwpa_table".into()
+    } else if id.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("pwpa_{id}")
+    } else {
+        id.into()
+    }
+}
+
+/// `text` made safe inside a one-line comment of either format: control characters
+/// (newlines included) become spaces and `*/` becomes `* /`.
+fn comment_text(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .replace("*/", "* /")
 }
 
 fn hex(v: f32) -> String {
@@ -125,9 +145,9 @@ fn c_tail(name: &str, t: &Tail, side: &str, edge: &str, at: &str) -> String {
 /// include guard; `source` is a line of provenance for the header's comment.
 pub fn c_header(table: &Table, name: &str, source: &str) -> Result<String> {
     check_name(name)?;
+    let source = comment_text(source);
     let b = table.breakpoints();
     let (p, d) = (b.partitions(), table.degree());
-    let upper = name.to_ascii_uppercase();
     let points: Vec<f32> = (0..=p).map(|i| b.point(i) as f32).collect();
     let mut h = String::new();
     let _ = writeln!(
@@ -172,7 +192,7 @@ pub fn c_header(table: &Table, name: &str, source: &str) -> Result<String> {
  */
 ",
     );
-    let _ = writeln!(h, "#ifndef {upper}_PWPA_H\n#define {upper}_PWPA_H\n");
+    let _ = writeln!(h, "#ifndef PWPA_{name}_H\n#define PWPA_{name}_H\n");
     h.push_str(
         "#include <float.h>
 #include <math.h>
@@ -181,6 +201,9 @@ pub fn c_header(table: &Table, name: &str, source: &str) -> Result<String> {
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
 #error \"pwpa tables need float arithmetic evaluated in binary32 (FLT_EVAL_METHOD == 0)\"
+#endif
+#if defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
+#error \"pwpa tables need IEEE arithmetic: compile without -ffast-math / -ffinite-math-only\"
 #endif
 
 #ifndef PWPA_COMMON_DEFINED
@@ -225,14 +248,14 @@ static inline float pwpa_exp2f(float p) {
 
 ",
     );
-    let _ = writeln!(h, "#define {upper}_PIECES {p}");
-    let _ = writeln!(h, "#define {upper}_DEGREE {d}");
-    let _ = writeln!(h, "#define {upper}_UNIFORM {}", u8::from(b.is_uniform()));
-    let _ = writeln!(h, "#define {upper}_LO {}", hex(b.lo()));
-    let _ = writeln!(h, "#define {upper}_HI {}", hex(b.hi()));
+    let _ = writeln!(h, "#define {name}_PIECES {p}");
+    let _ = writeln!(h, "#define {name}_DEGREE {d}");
+    let _ = writeln!(h, "#define {name}_UNIFORM {}", u8::from(b.is_uniform()));
+    let _ = writeln!(h, "#define {name}_LO {}", hex(b.lo()));
+    let _ = writeln!(h, "#define {name}_HI {}", hex(b.hi()));
     let _ = writeln!(
         h,
-        "#define {upper}_INV_STEP {} /* uniform: P / (hi - lo) in f64, rounded once */\n",
+        "#define {name}_INV_STEP {} /* uniform: P / (hi - lo) in f64, rounded once */\n",
         hex(b.inv_step())
     );
     let _ = writeln!(
@@ -281,17 +304,17 @@ static inline float pwpa_exp2f(float p) {
     let _ = writeln!(
         h,
         "\n/* Piece i at x. */\nstatic inline float {name}_piece(int i, float x) {{\n    \
-         return pwpa_horner({name}_coeffs + i * ({upper}_DEGREE + 1), {upper}_DEGREE, x - pwpa_f32({name}_anchors[i]));\n}}\n"
+         return pwpa_horner({name}_coeffs + i * ({name}_DEGREE + 1), {name}_DEGREE, x - pwpa_f32({name}_anchors[i]));\n}}\n"
     );
     let index = match b {
         Breakpoints::Uniform { .. } => format!(
-            "    float u = (x - pwpa_f32({upper}_LO)) * pwpa_f32({upper}_INV_STEP);\n    \
+            "    float u = (x - pwpa_f32({name}_LO)) * pwpa_f32({name}_INV_STEP);\n    \
              int i = (int)u; /* u is in [0, P] here */\n    \
-             if (i > {upper}_PIECES - 1) i = {upper}_PIECES - 1;"
+             if (i > {name}_PIECES - 1) i = {name}_PIECES - 1;"
         ),
         Breakpoints::Arbitrary(_) => format!(
             "    /* The number of b_1..b_(P-1) that are <= x, by bisection. */\n    \
-             int i = 0, n = {upper}_PIECES - 1;\n    \
+             int i = 0, n = {name}_PIECES - 1;\n    \
              while (n > 0) {{\n        \
              int half = n / 2;\n        \
              if (pwpa_f32({name}_breakpoints[1 + i + half]) <= x) {{ i += half + 1; n -= half + 1; }}\n        \
@@ -303,17 +326,17 @@ static inline float pwpa_exp2f(float p) {
         h,
         "/* The table at x before NaN results are made canonical. */\nstatic inline float {name}_eval_raw(float x) {{\n    \
          if (x != x) return pwpa_f32(0x7fc00000u);\n    \
-         if (x < pwpa_f32({upper}_LO)) {}\n    \
-         if (x > pwpa_f32({upper}_HI)) {}\n\
+         if (x < pwpa_f32({name}_LO)) {}\n    \
+         if (x > pwpa_f32({name}_HI)) {}\n\
          {index}\n    \
          return {name}_piece(i, x);\n}}\n",
-        c_tail(name, table.left_tail(), "left", "0", &format!("pwpa_f32({upper}_LO)")),
+        c_tail(name, table.left_tail(), "left", "0", &format!("pwpa_f32({name}_LO)")),
         c_tail(
             name,
             table.right_tail(),
             "right",
-            &format!("{upper}_PIECES - 1"),
-            &format!("pwpa_f32({upper}_HI)")
+            &format!("{name}_PIECES - 1"),
+            &format!("pwpa_f32({name}_HI)")
         ),
     );
     let _ = writeln!(
@@ -323,7 +346,7 @@ static inline float pwpa_exp2f(float p) {
          float r = {name}_eval_raw(x);\n    \
          return r != r ? pwpa_f32(0x7fc00000u) : r;\n}}\n"
     );
-    let _ = writeln!(h, "#endif /* {upper}_PWPA_H */");
+    let _ = writeln!(h, "#endif /* PWPA_{name}_H */");
     Ok(h)
 }
 
@@ -403,6 +426,7 @@ pub fn mem_map(table: &Table) -> MemMap {
 /// reals as binary32 bits; codes from [`tail_code`]), then the breakpoints, anchors,
 /// coefficients and tail parameters, each section at its `@` address.
 pub fn memh(table: &Table, source: &str) -> String {
+    let source = comment_text(source);
     let b = table.breakpoints();
     let (p, d) = (b.partitions(), table.degree());
     let m = mem_map(table);

@@ -193,10 +193,19 @@ fn c_header_equals_oracle() {
     // The driver: `driver K IN OUT` evaluates table K on the f32s of IN into OUT.
     let mut driver = String::from("#include <stdio.h>\n#include <stdlib.h>\n");
     for (k, t) in tables.iter().enumerate() {
-        let h = c_header(t, &format!("t{k}"), "test table").unwrap();
+        // Provenance text that would end a comment or start a line of its own.
+        let h = c_header(
+            t,
+            &format!("t{k}"),
+            "dir*/x.json\n@0 deadbeef */ (function f)",
+        )
+        .unwrap();
         std::fs::write(dir.join(format!("t{k}.h")), h).unwrap();
         driver.push_str(&format!("#include \"t{k}.h\"\n"));
     }
+    // Names that differ only in case are different tables.
+    std::fs::write(dir.join("T0.h"), c_header(&tables[1], "T0", "x").unwrap()).unwrap();
+    driver.push_str("#include \"T0.h\"\n");
     driver.push_str(
         "int main(int argc, char **argv) {
     if (argc != 4) return 2;
@@ -213,7 +222,8 @@ fn c_header_equals_oracle() {
         driver.push_str(&format!("        case {k}: y = t{k}_eval(x); break;\n"));
     }
     driver.push_str(
-        "        default: return 4;
+        "        case 1000: y = T0_eval(x); break;
+        default: return 4;
         }
         fwrite(&y, sizeof y, 1, out);
     }
@@ -227,6 +237,19 @@ fn c_header_equals_oracle() {
         compile(&dir, &["-O2"], "plain"),
         compile(&dir, &["-O2", "-march=native"], "native"),
     ];
+    // -ffast-math would break NaN handling: the header refuses it.
+    let fm = Command::new(compiler())
+        .args(["-std=c99", "-O2", "-ffast-math", "-c", "-o"])
+        .arg(dir.join("fm.o"))
+        .arg(dir.join("driver.c"))
+        .output()
+        .unwrap();
+    assert!(!fm.status.success(), "compiled with -ffast-math");
+    assert!(
+        String::from_utf8_lossy(&fm.stderr).contains("compile without -ffast-math"),
+        "{}",
+        String::from_utf8_lossy(&fm.stderr)
+    );
     let mut checked = 0usize;
     for (k, t) in tables.iter().enumerate() {
         let x = inputs(t, &mut rng);
@@ -235,7 +258,11 @@ fn c_header_equals_oracle() {
         std::fs::write(&inp, bytes).unwrap();
         for bin in &builds {
             let st = Command::new(bin)
-                .arg(k.to_string())
+                .arg(if k == 1 {
+                    "1000".to_string()
+                } else {
+                    k.to_string()
+                })
                 .arg(&inp)
                 .arg(&outp)
                 .status()
@@ -301,7 +328,7 @@ fn parse_memh(s: &str) -> Vec<Option<u32>> {
 fn memh_image_holds_the_table() {
     for t in tables() {
         let m = mem_map(&t);
-        let mem = parse_memh(&memh(&t, "test"));
+        let mem = parse_memh(&memh(&t, "test\n@0\ndeadbeef\r\n// x"));
         assert_eq!(mem.len(), m.end);
         let w = |a: usize| mem[a].expect("every word of the map is written");
         let b = t.breakpoints();
@@ -358,7 +385,9 @@ fn export_names_must_be_c_identifiers() {
         Tail::Clamp,
     )
     .unwrap();
-    for bad in ["", "1gelu", "ge-lu", "gelu.h", "g elu", "é"] {
+    for bad in [
+        "", "1gelu", "ge-lu", "gelu.h", "g elu", "é", "__x", "_X", "a__b",
+    ] {
         let e = c_header(&t, bad, "x").unwrap_err().to_string();
         assert!(e.contains("not a C identifier"), "{bad:?}: {e}");
     }
@@ -368,4 +397,12 @@ fn export_names_must_be_c_identifiers() {
         "gelu_bf16_exact"
     );
     assert_eq!(pwpa::export::identifier("3x"), "pwpa_3x");
+    assert_eq!(pwpa::export::identifier("ü"), "pwpa_table");
+    assert_eq!(pwpa::export::identifier("_a--b_"), "a_b");
+    for s in ["ü", "_a--b_", "3x", "__", "gelu.bf16"] {
+        assert!(
+            c_header(&t, &pwpa::export::identifier(s), "x").is_ok(),
+            "{s}"
+        );
+    }
 }

@@ -300,7 +300,7 @@ class Table:
         format defaults from the extension (.h; .mem, .memh, .hex); ``name`` (C only)
         defaults to the file's stem made into a C identifier."""
         path = os.fspath(path)
-        stem, ext = os.path.splitext(os.path.basename(path))
+        ext = os.path.splitext(path)[1]
         if format is None:
             format = {".h": "c", ".mem": "memh", ".memh": "memh", ".hex": "memh"}.get(ext.lower())
             if format is None:
@@ -312,12 +312,9 @@ class Table:
             raise ArgumentError(f"unknown export format {format!r} (expected 'c' or 'memh')")
         if name is not None and format != "c":
             raise ArgumentError("name= applies to C headers only (format='c')")
-        if name is None:
-            ident = "".join(ch if (ch.isascii() and ch.isalnum()) else "_" for ch in stem)
-            name = ident if ident and not ident[0].isdigit() else "pwpa_" + ident
         func = self.meta.get("function")
         source = f"pwpa.Table (function {func})" if isinstance(func, str) else "pwpa.Table"
-        self._native.export(path, format, str(name), source)
+        self._native.export(path, format, None if name is None else str(name), source)
 
     def to_json(self, layout: str = "aos") -> str:
         """The JSON text of the table, coefficients in ``layout`` ('aos' or 'soa')."""
