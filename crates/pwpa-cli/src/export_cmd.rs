@@ -78,7 +78,8 @@ pub fn run(a: &ExportArgs) -> Result<()> {
         }
     };
     pwpa::format::write_atomic(&a.output, text.as_bytes())?;
-    println!(
+    // On stderr: the output may be /dev/stdout.
+    eprintln!(
         "wrote {} ({})",
         a.output.display(),
         match format {

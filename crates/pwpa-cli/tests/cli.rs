@@ -1291,7 +1291,7 @@ fn export_c_header_and_memh() {
         let h = d.path(&format!("tab-{k}.h"));
         let o = pwpa(&["export", p(&tj), "-o", p(&h)]);
         ok(&o);
-        assert!(stdout(&o).contains("wrote"), "{}", stdout(&o));
+        assert!(stderr(&o).contains("wrote"), "{}", stderr(&o));
         let text = std::fs::read_to_string(&h).unwrap();
         // The default symbol prefix: the file stem as a C identifier.
         assert!(text.contains(&format!("static inline float tab_{k}_eval(float x)")));

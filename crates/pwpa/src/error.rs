@@ -103,14 +103,15 @@ pub enum Error {
         supported: u64,
     },
     /// A file that cannot be read or written.
-    #[error("{action} {path}: {source}")]
+    #[error("{action} {path}: {error}")]
     Io {
         /// "cannot read", "cannot write", …
         action: &'static str,
         /// The file.
         path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (in the message, so not also reported as the error's source,
+        /// which would print it twice in a chain such as anyhow's `{:#}`).
+        error: std::io::Error,
     },
     /// Unknown catalogue function.
     #[error(
@@ -169,7 +170,7 @@ impl Error {
         Error::Io {
             action,
             path: path.into(),
-            source,
+            error: source,
         }
     }
 }

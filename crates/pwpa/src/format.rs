@@ -256,8 +256,45 @@ pub fn save(table: &Table, path: impl AsRef<Path>, layout: Layout) -> Result<()>
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a
 /// rename, so readers never see a partial file and a failure leaves nothing behind.
+///
+/// A symbolic link is followed: the file it points to is replaced (atomically) and the
+/// link stays. A path that is not a regular file (`/dev/stdout`, a FIFO, a device) is
+/// written directly, as a stream, since it cannot be replaced; a directory is an error.
 pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
-    let path = path.as_ref();
+    let given = path.as_ref();
+    let resolved;
+    let path = match std::fs::symlink_metadata(given) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::metadata(given) {
+            Ok(t) if t.is_file() => {
+                resolved = std::fs::canonicalize(given)
+                    .map_err(|e| Error::io("cannot write", given, e))?;
+                resolved.as_path()
+            }
+            Ok(t) if t.is_dir() => {
+                return Err(Error::InvalidArgument(format!(
+                    "cannot write {}: it is a directory",
+                    given.display()
+                )))
+            }
+            // A link to a stream (/dev/stdout → /proc/self/fd/1) or a dangling link.
+            Ok(_) => return write_stream(given, bytes),
+            Err(e) => {
+                return Err(Error::io(
+                    "cannot write (a symbolic link to nothing)",
+                    given,
+                    e,
+                ))
+            }
+        },
+        Ok(m) if m.is_dir() => {
+            return Err(Error::InvalidArgument(format!(
+                "cannot write {}: it is a directory",
+                given.display()
+            )))
+        }
+        Ok(m) if !m.is_file() => return write_stream(given, bytes),
+        _ => given,
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -281,6 +318,16 @@ pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
         return Err(Error::io("cannot write", path, e));
     }
     Ok(())
+}
+
+/// Writes `bytes` to an existing non-regular file (a FIFO, a terminal, a pipe behind
+/// `/dev/stdout`) without truncating or replacing it.
+fn write_stream(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.flush()))
+        .map_err(|e| Error::io("cannot write", path, e))
 }
 
 #[cfg(test)]
@@ -365,6 +412,51 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("expected 12 coefficients"), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_streams_and_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        let link = dir.path().join("link.json");
+        std::fs::write(&real, "old").unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        save(&sample(), &link, Layout::Aos).unwrap();
+        // The link stays a link; the file it names holds the table.
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(load(&real).unwrap(), sample());
+        // A character device is written as a stream, not replaced.
+        write_atomic("/dev/null", b"x").unwrap();
+        assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
+        // A FIFO: the bytes arrive at its reader, and it stays a FIFO.
+        let fifo = dir.path().join("f.json");
+        let st = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(&fifo).unwrap())
+        };
+        write_atomic(&fifo, b"through the pipe").unwrap();
+        assert_eq!(reader.join().unwrap(), b"through the pipe");
+        assert!(!std::fs::symlink_metadata(&fifo).unwrap().is_file());
+        // A dangling link and a directory are errors that say so.
+        let dangling = dir.path().join("dangling.json");
+        std::os::unix::fs::symlink(dir.path().join("nowhere/x"), &dangling).unwrap();
+        let e = write_atomic(&dangling, b"x").unwrap_err().to_string();
+        assert!(e.contains("symbolic link to nothing"), "{e}");
+        let e = write_atomic(dir.path(), b"x").unwrap_err().to_string();
+        assert!(e.contains("is a directory"), "{e}");
+        // The OS error appears once in the message.
+        let e = write_atomic(dir.path().join("no/such/t.json"), b"x").unwrap_err();
+        assert!(std::error::Error::source(&e).is_none());
+        assert_eq!(e.to_string().matches("os error").count(), 1, "{e}");
     }
 
     #[test]
