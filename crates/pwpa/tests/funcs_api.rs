@@ -584,3 +584,30 @@ fn zero_tails_carry_the_function_s_sign() {
     }
     assert!(checked >= 10, "only {checked} tail points checked");
 }
+
+/// A misspelt catalogue name is an unknown function, and an unknown function called
+/// inside an expression is named, not reported in the parser's grammar terms.
+#[test]
+fn unknown_functions_are_named() {
+    for bad in ["gelux", "Gelu", "no_such_function"] {
+        match Target::parse(bad) {
+            Err(Error::UnknownFunction(n)) => assert_eq!(n, bad),
+            other => panic!("{bad}: {:?}", other.map(|t| t.name())),
+        }
+    }
+    for (bad, name) in [
+        ("gelux(x)*2", "gelux"),
+        ("x + foo (x)", "foo"),
+        ("1e-3*bar(x)", "bar"),
+    ] {
+        let e = Target::parse(bad).err().unwrap().to_string();
+        assert!(
+            e.contains(&format!("unknown function '{name}'")),
+            "{bad}: {e}"
+        );
+    }
+    // Known functions, constants and exponents are not mistaken for unknown ones.
+    for good in ["x*1e-3+exp(x)", "pi*x", "e*x", "x", "max(x, 0)", "gelu(x)"] {
+        assert!(Target::parse(good).is_ok(), "{good}");
+    }
+}

@@ -387,7 +387,8 @@ pub fn fit_function(
     }
     if opts.continuous && opts.degree == 0 && matches!(opts.goal, Goal::Fixed) {
         return Err(Error::InvalidArgument(
-            "a continuous fit needs degree ≥ 1 (a constant piece cannot meet both neighbours)".into(),
+            "a continuous fit needs degree ≥ 1 (a constant piece cannot meet both neighbours)"
+                .into(),
         ));
     }
     let f = func.f;

@@ -135,7 +135,17 @@ impl Expression {
             return Err(err("the expression is empty".into()));
         }
         let normalized = normalize(trimmed).map_err(err)?;
-        let expr = FlatEx::<f64, PwpaOps>::parse(&normalized).map_err(|e| err(e.to_string()))?;
+        let expr = FlatEx::<f64, PwpaOps>::parse(&normalized).map_err(|e| {
+            // The parser's message for an unknown function is about its grammar
+            // ("a number/variable cannot be on the right of a closing parenthesis"):
+            // name the function instead.
+            match unknown_call(trimmed) {
+                Some(name) => err(format!(
+                    "unknown function '{name}' (known functions: {KNOWN_FUNCTIONS})"
+                )),
+                None => err(e.to_string()),
+            }
+        })?;
         let vars = expr.var_names();
         let others: Vec<&str> = vars
             .iter()
@@ -188,6 +198,44 @@ impl Expression {
 }
 
 /// The names listed in errors.
+/// The first name in `text` that is called like a function (`name(`) but is not one of
+/// [`KNOWN_FUNCTIONS`].
+fn unknown_call(text: &str) -> Option<String> {
+    let known: Vec<&str> = KNOWN_FUNCTIONS
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .split(',')
+        .map(|f| f.trim().split('(').next().unwrap_or("").trim())
+        .collect();
+    let c: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < c.len() {
+        if c[i].is_ascii_alphabetic() || c[i] == '_' {
+            let start = i;
+            while i < c.len() && (c[i].is_ascii_alphanumeric() || c[i] == '_') {
+                i += 1;
+            }
+            let name: String = c[start..i].iter().collect();
+            let mut j = i;
+            while j < c.len() && c[j].is_whitespace() {
+                j += 1;
+            }
+            if j < c.len() && c[j] == '(' && !known.contains(&name.as_str()) {
+                return Some(name);
+            }
+        } else if c[i].is_ascii_digit() || c[i] == '.' {
+            // A number, with an exponent like 1e-3 (whose 'e' is not a name).
+            while i < c.len() && (c[i].is_ascii_alphanumeric() || c[i] == '.') {
+                i += 1;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
 const KNOWN_FUNCTIONS: &str = "exp, exp2, expm1, ln, log, log1p, log2, log10, sqrt, rsqrt, \
 cbrt, abs, sin, cos, tan, sinh, cosh, tanh, erf, erfc, sigmoid, softplus, gelu, gelu_tanh, silu, \
 mish, elu, selu, relu, log_sigmoid, hardswish, pow(a, b), min(a, b), max(a, b); constants pi, e";

@@ -380,7 +380,19 @@ impl Target {
         if let Some(f) = lookup(s) {
             return Ok(Target::Catalogue(f));
         }
-        Expression::parse(s).map(|e| Target::Expression(Box::new(e)))
+        Expression::parse(s)
+            .map(|e| Target::Expression(Box::new(e)))
+            .map_err(|e| {
+                // A bare name that is neither a catalogue function nor an expression
+                // (e.g. a misspelt "gelux") is an unknown function.
+                let bare = s.starts_with(|c: char| c.is_ascii_alphabetic())
+                    && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if bare {
+                    Error::UnknownFunction(s.to_string())
+                } else {
+                    e
+                }
+            })
     }
 
     /// Sampled (x, y) data (x strictly increasing and finite, y finite, at least 2
