@@ -1066,7 +1066,9 @@ impl std::fmt::Display for FitOutcome {
         let dt = self.checked_dtype;
         writeln!(
             f,
-            "  {dt}, every input in range: {:.4} % correctly rounded, at most {} {dt} values from the correctly rounded result",
+            "  {dt}, every input in [{}, {}]: {:.4} % correctly rounded, at most {} {dt} values from the correctly rounded result",
+            self.range.0,
+            self.range.1,
             100.0 * self.in_range.fraction_correct(),
             self.in_range.max_ulp
         )?;
