@@ -349,7 +349,8 @@ pub(crate) fn nudge_exact(pcs: &mut Pieces, dt: DType, refs: &[(f32, u16)]) {
     }
 }
 
-/// Splits every piece that has wrongly rounded inputs at its midpoint and refits.
+/// Splits every piece that has wrongly rounded inputs at its midpoint and refits
+/// (with `cut_at_zero`, a piece across 0 with wrong inputs on both sides of 0 at 0).
 /// None when nothing is wrong or the limit would be passed.
 pub(crate) fn split_wrong(
     ctx: &Ctx,
@@ -357,6 +358,7 @@ pub(crate) fn split_wrong(
     dt: DType,
     refs: &[(f32, u16)],
     max_partitions: usize,
+    cut_at_zero: bool,
 ) -> Option<Pieces> {
     let Breakpoints::Arbitrary(points) = &pcs.breakpoints else {
         return None;
@@ -400,6 +402,15 @@ pub(crate) fn split_wrong(
                 s as f32
             } else if zero_split && b == 0.0 && wh > -s && -4.0 * s > a {
                 -s as f32
+            } else if cut_at_zero && a < 0.0 && b > 0.0 && wl < 0.0 && wh > 0.0 {
+                // Cut at 0 (the caller's second try): near 0, f(x) ≈ f(0) + f'(0)·x puts
+                // inputs of the type within an f32 ulp of a rounding midpoint of the
+                // output (sigmoid in f16: 0.5 + x/4 at x = (2j+1)·2^-10 and −(2j+1)·2^-11), and the x³
+                // term that decides their rounding changes sign with x. A piece across 0
+                // must then err up on one side and down on the other at f32 resolution,
+                // which nudging (a few ulps) and midpoint splits rarely reach; with one
+                // piece per side a constant nudged an ulp each way suffices.
+                0.0
             } else {
                 mid
             };
