@@ -873,6 +873,9 @@ fn search_exact(
     let maxp = opts.max_partitions.min(MAX_PARTITIONS);
     let quiet = |_: Progress| {};
     let mut best: Option<(u64, usize, Sweep)> = None;
+    // The smallest correctly rounding table of any try (splitting makes the piece count
+    // non-monotone in the P tried, so the bisection's answer need not be the smallest).
+    let smallest: std::cell::RefCell<Option<(usize, Pieces)>> = Default::default();
     let mut try_p = |p: usize| -> Result<(bool, Pieces)> {
         let mut pcs = build(ctx, p, d, &quiet)?;
         if let Some(z) = place::split_at_zero(ctx, &pcs, dt, maxp) {
@@ -884,12 +887,12 @@ fn search_exact(
         // Pieces that still round wrongly are split in two (adaptive placement only),
         // at most 3 rounds and never beyond the partition limit.
         let rounds =
-            |mut pcs: Pieces, mut s: Sweep, cut_at_zero: bool| -> Result<(Pieces, Sweep)> {
+            |mut pcs: Pieces, mut s: Sweep, cut_at_zero: bool, isolate_hard: bool| -> Result<(Pieces, Sweep)> {
                 for _ in 0..3 {
                     if s.correct == s.inputs || ctx.placement != Placement::Adaptive {
                         break;
                     }
-                    let Some(split) = place::split_wrong(ctx, &pcs, dt, refs, maxp, cut_at_zero)
+                    let Some(split) = place::split_wrong(ctx, &pcs, dt, refs, maxp, cut_at_zero, isolate_hard)
                     else {
                         break;
                     };
@@ -900,19 +903,40 @@ fn search_exact(
                 Ok((pcs, s))
             };
         let (pcs0, s0) = (pcs.clone(), s.clone());
-        let (mut pcs, mut s) = rounds(pcs, s, false)?;
+        let (mut pcs, mut s) = rounds(pcs, s, false, false)?;
         // Still wrong (f16): the rounds again from the same pieces, with pieces that
         // straddle 0 and are wrong on both sides of it cut at 0 (see
         // [`place::split_wrong`]); kept if fewer inputs are wrong. With bf16 it helps
         // sigmoid with exp tails (22 → 18) and exp (238 → 227) but moves the search of
         // sigmoid without tails to a table one piece larger (39 → 40), so f16 only.
         if s.correct != s.inputs && dt == DType::F16 {
-            let (pz, sz) = rounds(pcs0, s0, true)?;
+            let (pz, sz) = rounds(pcs0.clone(), s0.clone(), true, false)?;
             if sz.correct > s.correct {
                 (pcs, s) = (pz, sz);
             }
         }
+        // Still wrong: the rounds again from the same pieces, each wrong input that is a
+        // double-rounding hard case (f within about an f32 ulp of an output rounding
+        // midpoint, so even the correctly rounded f32 result may round the wrong way)
+        // given a piece of its own (see [`place::split_wrong`]); kept if fewer inputs
+        // are wrong.
+        if s.correct != s.inputs
+            && dt == DType::F16
+            && place::only_hard_wrong(ctx, &pcs, dt, refs)
+        {
+            let (ph, sh) = rounds(pcs0, s0, true, true)?;
+            if sh.correct == sh.inputs {
+                (pcs, s) = (ph, sh);
+            }
+        }
         let wrong = s.inputs - s.correct;
+        if wrong == 0
+            && smallest.borrow().as_ref().is_none_or(|m| {
+                pcs.breakpoints.partitions() < m.1.breakpoints.partitions()
+            })
+        {
+            *smallest.borrow_mut() = Some((p, pcs.clone()));
+        }
         if best.as_ref().is_none_or(|b| wrong < b.0) {
             best = Some((wrong, pcs.breakpoints.partitions(), s));
         }
@@ -959,7 +983,15 @@ fn search_exact(
         // Splitting may have grown the table well past the P it started from; a larger
         // start that needs fewer splits can end smaller. Bisect on the final size
         // (6 tries at most).
-        let (mut lo, mut hi) = (hi_ok, pcs_ok.breakpoints.partitions());
+        // From the smallest table found so far and the P it started from.
+        let mut lo = hi_ok;
+        let taken = smallest.borrow_mut().take();
+        if let Some((p, m)) = taken {
+            if m.breakpoints.partitions() < pcs_ok.breakpoints.partitions() {
+                (lo, pcs_ok) = (p, m);
+            }
+        }
+        let mut hi = pcs_ok.breakpoints.partitions();
         for _ in 0..6 {
             if hi <= lo + 1 {
                 break;
@@ -978,7 +1010,12 @@ fn search_exact(
                 lo = mid;
             }
         }
-        return Ok(pcs_ok);
+        drop(try_p);
+        return Ok(smallest
+            .into_inner()
+            .map(|m| m.1)
+            .filter(|m| m.breakpoints.partitions() < pcs_ok.breakpoints.partitions())
+            .unwrap_or(pcs_ok));
     }
     let (wrong, p, s) = best.expect("at least one try");
     Err(Error::Fit(format!(

@@ -359,6 +359,7 @@ pub(crate) fn split_wrong(
     refs: &[(f32, u16)],
     max_partitions: usize,
     cut_at_zero: bool,
+    isolate_hard: bool,
 ) -> Option<Pieces> {
     let Breakpoints::Arbitrary(points) = &pcs.breakpoints else {
         return None;
@@ -368,6 +369,10 @@ pub(crate) fn split_wrong(
     let mut bad = vec![false; p];
     // Span of the wrong inputs per piece.
     let mut wspan = vec![(f32::INFINITY, f32::NEG_INFINITY); p];
+    // Wrong inputs whose correctly rounded f32 result already rounds wrongly into the type
+    // (f within half an f32 ulp of an output rounding midpoint: RN32(f) is the midpoint
+    // and ties-to-even picks the wrong side), per piece.
+    let mut hard: Vec<Vec<f32>> = vec![Vec::new(); p];
     for &(x, r) in refs {
         if x >= points[0] && x <= points[p] {
             let i = pcs.breakpoints.index(x);
@@ -375,6 +380,12 @@ pub(crate) fn split_wrong(
             if verify::ulp_distance(verify::round_f32(dt, v), r) != 0 {
                 bad[i] = true;
                 wspan[i] = (wspan[i].0.min(x), wspan[i].1.max(x));
+                let y = (ctx.f)(x as f64) as f32;
+                // Within 2 f32 ulps of such a case counts too (the piece's own rounding
+                // error is about that size).
+                if isolate_hard && hard_case(dt, y, r) {
+                    hard[i].push(x);
+                }
             }
         }
     }
@@ -414,7 +425,21 @@ pub(crate) fn split_wrong(
             } else {
                 mid
             };
-            let cuts = [m];
+            let mut cuts = vec![m];
+            if !hard[i].is_empty() {
+                // Double-rounding hard inputs: even the correctly rounded f32 result rounds
+                // the wrong way, so the piece must err by more than half an f32 ulp in the
+                // right direction there, which a piece fitted to f rarely does. Give each
+                // its own piece, one input of the type wide (cut halfway to its
+                // neighbours); the nudge then moves that piece's constant an ulp.
+                cuts.clear();
+                hard[i].sort_by(f32::total_cmp);
+                for &x in &hard[i] {
+                    let (lo, hi) = neighbours(dt, x);
+                    cuts.push((0.5 * (lo as f64 + x as f64)) as f32);
+                    cuts.push((0.5 * (x as f64 + hi as f64)) as f32);
+                }
+            }
             for m in cuts {
                 if m > *np.last().expect("non-empty") && m < points[i + 1] {
                     np.push(m);
@@ -428,6 +453,48 @@ pub(crate) fn split_wrong(
     }
     let bps = Breakpoints::arbitrary(np).ok()?;
     Some(fit_pieces(ctx, bps, pcs.degree))
+}
+
+/// Whether `y` (f32 near f(x)) or an f32 within 2 ulps of it rounds into the type other
+/// than to `r`: f(x) is a double-rounding hard case of the evaluator.
+fn hard_case(dt: DType, y: f32, r: u16) -> bool {
+    let (u, d) = (next_up(y), next_down(y));
+    [y, u, d, next_up(u), next_down(d)]
+        .iter()
+        .any(|&z| verify::ulp_distance(verify::round_f32(dt, z), r) != 0)
+}
+
+/// Whether every wrongly rounded input of `pcs` is a hard case ([`hard_case`]).
+pub(crate) fn only_hard_wrong(ctx: &Ctx, pcs: &Pieces, dt: DType, refs: &[(f32, u16)]) -> bool {
+    let n = pcs.degree + 1;
+    let (lo, hi) = (pcs.breakpoints.lo(), pcs.breakpoints.hi());
+    refs.iter().all(|&(x, r)| {
+        if !(x >= lo && x <= hi) {
+            return true;
+        }
+        let i = pcs.breakpoints.index(x);
+        let v = horner(&pcs.coeffs[i * n..(i + 1) * n], x - pcs.anchors[i]);
+        verify::ulp_distance(verify::round_f32(dt, v), r) == 0
+            || hard_case(dt, (ctx.f)(x as f64) as f32, r)
+    })
+}
+
+/// The neighbours of a finite value of the type (as f32).
+fn neighbours(dt: DType, x: f32) -> (f32, f32) {
+    let b = verify::round_f32(dt, x);
+    let step = |up: bool| -> f32 {
+        let neg = b & 0x8000 != 0;
+        let mag = b & 0x7FFF;
+        let nb = if mag == 0 {
+            if up { 1 } else { 0x8001 }
+        } else if up != neg {
+            b + 1
+        } else {
+            b - 1
+        };
+        verify::decode(dt, nb)
+    };
+    (step(false), step(true))
 }
 
 /// The smallest positive normal number of a 16-bit type.
