@@ -886,22 +886,26 @@ fn search_exact(
         let s = verify::sweep_refs(&t, dt, refs);
         // Pieces that still round wrongly are split in two (adaptive placement only),
         // at most 3 rounds and never beyond the partition limit.
-        let rounds =
-            |mut pcs: Pieces, mut s: Sweep, cut_at_zero: bool, isolate_hard: bool| -> Result<(Pieces, Sweep)> {
-                for _ in 0..3 {
-                    if s.correct == s.inputs || ctx.placement != Placement::Adaptive {
-                        break;
-                    }
-                    let Some(split) = place::split_wrong(ctx, &pcs, dt, refs, maxp, cut_at_zero, isolate_hard)
-                    else {
-                        break;
-                    };
-                    pcs = split;
-                    place::nudge_exact(&mut pcs, dt, refs);
-                    s = verify::sweep_refs(&pcs.table(left.clone(), right.clone())?, dt, refs);
+        let rounds = |mut pcs: Pieces,
+                      mut s: Sweep,
+                      cut_at_zero: bool,
+                      isolate_hard: bool|
+         -> Result<(Pieces, Sweep)> {
+            for _ in 0..3 {
+                if s.correct == s.inputs || ctx.placement != Placement::Adaptive {
+                    break;
                 }
-                Ok((pcs, s))
-            };
+                let Some(split) =
+                    place::split_wrong(ctx, &pcs, dt, refs, maxp, cut_at_zero, isolate_hard)
+                else {
+                    break;
+                };
+                pcs = split;
+                place::nudge_exact(&mut pcs, dt, refs);
+                s = verify::sweep_refs(&pcs.table(left.clone(), right.clone())?, dt, refs);
+            }
+            Ok((pcs, s))
+        };
         let (pcs0, s0) = (pcs.clone(), s.clone());
         let (mut pcs, mut s) = rounds(pcs, s, false, false)?;
         // Still wrong (f16): the rounds again from the same pieces, with pieces that
@@ -920,9 +924,7 @@ fn search_exact(
         // midpoint, so even the correctly rounded f32 result may round the wrong way)
         // given a piece of its own (see [`place::split_wrong`]); kept if fewer inputs
         // are wrong.
-        if s.correct != s.inputs
-            && dt == DType::F16
-            && place::only_hard_wrong(ctx, &pcs, dt, refs)
+        if s.correct != s.inputs && dt == DType::F16 && place::only_hard_wrong(ctx, &pcs, dt, refs)
         {
             let (ph, sh) = rounds(pcs0, s0, true, true)?;
             if sh.correct == sh.inputs {
@@ -931,9 +933,10 @@ fn search_exact(
         }
         let wrong = s.inputs - s.correct;
         if wrong == 0
-            && smallest.borrow().as_ref().is_none_or(|m| {
-                pcs.breakpoints.partitions() < m.1.breakpoints.partitions()
-            })
+            && smallest
+                .borrow()
+                .as_ref()
+                .is_none_or(|m| pcs.breakpoints.partitions() < m.1.breakpoints.partitions())
         {
             *smallest.borrow_mut() = Some((p, pcs.clone()));
         }
@@ -1010,7 +1013,6 @@ fn search_exact(
                 lo = mid;
             }
         }
-        drop(try_p);
         return Ok(smallest
             .into_inner()
             .map(|m| m.1)

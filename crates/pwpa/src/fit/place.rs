@@ -486,7 +486,11 @@ fn neighbours(dt: DType, x: f32) -> (f32, f32) {
         let neg = b & 0x8000 != 0;
         let mag = b & 0x7FFF;
         let nb = if mag == 0 {
-            if up { 1 } else { 0x8001 }
+            if up {
+                1
+            } else {
+                0x8001
+            }
         } else if up != neg {
             b + 1
         } else {
