@@ -311,26 +311,34 @@ impl NativeTable {
     }
 
     /// Writes the table as a C header (`format = "c"`, symbols prefixed by `name`) or a
-    /// `$readmemh` image (`"memh"`), atomically; see `pwpa::export`.
-    /// `name` None: the file stem made into a C identifier (`pwpa::export::identifier`).
+    /// `$readmemh` image (`"memh"`), atomically; see `pwpa::export`. `format` None: from
+    /// the path's extension; `name` None: `pwpa::export::default_name`.
     #[pyo3(signature = (path, format, name, source))]
     fn export(
         &self,
         py: Python<'_>,
         path: std::path::PathBuf,
-        format: &str,
+        format: Option<String>,
         name: Option<String>,
         source: &str,
     ) -> PyResult<()> {
-        let name = name.unwrap_or_else(|| {
-            pwpa::export::identifier(
-                &path
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-            )
-        });
-        let text = match format {
+        let Some(format) =
+            format.or_else(|| pwpa::export::format_from_path(&path).map(String::from))
+        else {
+            return Err(pwpa::Error::InvalidArgument(format!(
+                "cannot tell the export format from {:?}: name it .h (C) or .mem/.memh/.hex ($readmemh), or pass format='c' or 'memh'",
+                path.display().to_string()
+            )))
+            .py_err(py);
+        };
+        if name.is_some() && format != "c" {
+            return Err(pwpa::Error::InvalidArgument(
+                "name= applies to C headers only (format='c')".into(),
+            ))
+            .py_err(py);
+        }
+        let name = name.unwrap_or_else(|| pwpa::export::default_name(&path));
+        let text = match format.as_str() {
             "c" => pwpa::export::c_header(&self.table, &name, source).py_err(py)?,
             "memh" => pwpa::export::memh(&self.table, source),
             other => {

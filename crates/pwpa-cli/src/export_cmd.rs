@@ -38,15 +38,11 @@ pub struct ExportArgs {
 
 /// `pwpa export`.
 pub fn run(a: &ExportArgs) -> Result<()> {
-    let ext = a
-        .output
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase());
-    let format = match (a.format, ext.as_deref()) {
+    let format = match (a.format, pwpa::export::format_from_path(&a.output)) {
         (Some(f), _) => f,
-        (None, Some("h")) => ExportFormat::C,
-        (None, Some("mem" | "memh" | "hex")) => ExportFormat::Memh,
-        (None, _) => bail!(
+        (None, Some("c")) => ExportFormat::C,
+        (None, Some(_)) => ExportFormat::Memh,
+        (None, None) => bail!(
             "cannot tell the export format from {}: name it .h (C) or .mem/.memh/.hex ($readmemh), or pass --format c|memh",
             a.output.display()
         ),
@@ -61,12 +57,7 @@ pub fn run(a: &ExportArgs) -> Result<()> {
         ExportFormat::C => {
             let name = match &a.name {
                 Some(n) => n.clone(),
-                None => pwpa::export::identifier(
-                    &a.output
-                        .file_stem()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                ),
+                None => pwpa::export::default_name(&a.output),
             };
             pwpa::export::c_header(&table, &name, &source)?
         }

@@ -64,6 +64,32 @@ pub fn identifier(s: &str) -> String {
     }
 }
 
+/// The export format an output path's extension names: `"c"` for .h, `"memh"` for
+/// .mem, .memh and .hex (any case); None otherwise.
+pub fn format_from_path(path: &std::path::Path) -> Option<&'static str> {
+    match path
+        .extension()?
+        .to_string_lossy()
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "h" => Some("c"),
+        "mem" | "memh" | "hex" => Some("memh"),
+        _ => None,
+    }
+}
+
+/// The default symbol prefix for a header written to `path`: its file stem as an
+/// [`identifier`].
+pub fn default_name(path: &std::path::Path) -> String {
+    identifier(
+        &path
+            .file_stem()
+            .map(|s| s.to_string_lossy())
+            .unwrap_or_default(),
+    )
+}
+
 /// `text` made safe inside a one-line comment of either format: control characters
 /// (newlines included) become spaces and `*/` becomes `* /`.
 fn comment_text(text: &str) -> String {
@@ -86,6 +112,29 @@ fn c_array(words: &[f32], indent: &str) -> String {
     }
     s.push('}');
     s
+}
+
+/// b_0 … b_P as f32 (uniform: lo + i (hi − lo) / P rounded once, for reference).
+fn points(table: &Table) -> Vec<f32> {
+    let b = table.breakpoints();
+    (0..=b.partitions()).map(|i| b.point(i) as f32).collect()
+}
+
+/// "P piece(s) of degree D, uniform|arbitrary breakpoints on [lo, hi]" (for comments).
+fn shape(table: &Table) -> String {
+    let b = table.breakpoints();
+    format!(
+        "{} piece(s) of degree {}, {} breakpoints on [{:e}, {:e}]",
+        b.partitions(),
+        table.degree(),
+        if b.is_uniform() {
+            "uniform"
+        } else {
+            "arbitrary"
+        },
+        b.lo(),
+        b.hi()
+    )
 }
 
 /// Human-readable description of a tail (for comments).
@@ -148,7 +197,6 @@ pub fn c_header(table: &Table, name: &str, source: &str) -> Result<String> {
     let source = comment_text(source);
     let b = table.breakpoints();
     let (p, d) = (b.partitions(), table.degree());
-    let points: Vec<f32> = (0..=p).map(|i| b.point(i) as f32).collect();
     let mut h = String::new();
     let _ = writeln!(
         h,
@@ -156,17 +204,7 @@ pub fn c_header(table: &Table, name: &str, source: &str) -> Result<String> {
         env!("CARGO_PKG_VERSION")
     );
     let _ = writeln!(h, " * Source: {source}");
-    let _ = writeln!(
-        h,
-        " * {p} piece(s) of degree {d}, {} breakpoints on [{:e}, {:e}].",
-        if b.is_uniform() {
-            "uniform"
-        } else {
-            "arbitrary"
-        },
-        b.lo(),
-        b.hi()
-    );
+    let _ = writeln!(h, " * {}.", shape(table));
     let _ = writeln!(
         h,
         " * Left tail (x < b_0): {}.",
@@ -266,7 +304,7 @@ static inline float pwpa_exp2f(float p) {
         h,
         "static const uint32_t {name}_breakpoints[{}] = {};",
         p + 1,
-        c_array(&points, "    ")
+        c_array(&points(table), "    ")
     );
     let _ = writeln!(
         h,
@@ -437,13 +475,7 @@ pub fn memh(table: &Table, source: &str) -> String {
         env!("CARGO_PKG_VERSION")
     );
     let _ = writeln!(s, "// Source: {source}");
-    let _ = writeln!(
-        s,
-        "// {p} piece(s) of degree {d}, {} breakpoints on [{:e}, {:e}]; reals are IEEE-754 binary32 bits.",
-        if b.is_uniform() { "uniform" } else { "arbitrary" },
-        b.lo(),
-        b.hi()
-    );
+    let _ = writeln!(s, "// {}; reals are IEEE-754 binary32 bits.", shape(table));
     let _ = writeln!(s, "// Left tail: {}.", describe_tail(table.left_tail()));
     let _ = writeln!(s, "// Right tail: {}.", describe_tail(table.right_tail()));
     s.push_str(
@@ -452,7 +484,7 @@ pub fn memh(table: &Table, source: &str) -> String {
 // number of interior breakpoints <= x), t = x - anchor[i] in f32, then Horner with fused
 // multiply-adds, highest power first. Tail codes: 0 clamp, 1 extend, 2 linear (slope,
 // intercept: fma(slope, x, intercept)), 3 constant (value), 4 exp2 / 5 -exp2 (anchor, n,
-// q_0..q_{n-1}: 2^q(x - anchor), pwpa's exp2 recipe).
+// q[0] (highest power) .. q[n-1]: 2^q(x - anchor), pwpa's exp2 recipe, docs/FORMAT.md).
 ",
     );
     let _ = writeln!(
@@ -506,8 +538,11 @@ pub fn memh(table: &Table, source: &str) -> String {
         }
     };
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
-    let points: Vec<f32> = (0..=p).map(|i| b.point(i) as f32).collect();
-    section("breakpoints b_0 .. b_P", m.breakpoints, &bits(&points));
+    section(
+        "breakpoints b_0 .. b_P",
+        m.breakpoints,
+        &bits(&points(table)),
+    );
     section("anchors", m.anchors, &bits(table.anchors()));
     section(
         "coefficients, piece-major, highest power first",

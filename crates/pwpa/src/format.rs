@@ -262,39 +262,31 @@ pub fn save(table: &Table, path: impl AsRef<Path>, layout: Layout) -> Result<()>
 /// written directly, as a stream, since it cannot be replaced; a directory is an error.
 pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
     let given = path.as_ref();
-    let resolved;
-    let path = match std::fs::symlink_metadata(given) {
-        Ok(m) if m.file_type().is_symlink() => match std::fs::metadata(given) {
-            Ok(t) if t.is_file() => {
-                resolved = std::fs::canonicalize(given)
-                    .map_err(|e| Error::io("cannot write", given, e))?;
-                resolved.as_path()
-            }
-            Ok(t) if t.is_dir() => {
-                return Err(Error::InvalidArgument(format!(
-                    "cannot write {}: it is a directory",
-                    given.display()
-                )))
-            }
-            // A link to a stream (/dev/stdout → /proc/self/fd/1) or a dangling link.
-            Ok(_) => return write_stream(given, bytes),
-            Err(e) => {
-                return Err(Error::io(
-                    "cannot write (a symbolic link to nothing)",
-                    given,
-                    e,
-                ))
-            }
-        },
+    let link = std::fs::symlink_metadata(given).is_ok_and(|m| m.file_type().is_symlink());
+    match std::fs::metadata(given) {
         Ok(m) if m.is_dir() => {
             return Err(Error::InvalidArgument(format!(
                 "cannot write {}: it is a directory",
                 given.display()
             )))
         }
+        // A stream (/dev/stdout → /proc/self/fd/1, a FIFO, a device).
         Ok(m) if !m.is_file() => return write_stream(given, bytes),
-        _ => given,
+        Err(e) if link => {
+            return Err(Error::io(
+                "cannot write (a symbolic link to nothing)",
+                given,
+                e,
+            ))
+        }
+        _ => {}
+    }
+    let resolved = if link {
+        std::fs::canonicalize(given).map_err(|e| Error::io("cannot write", given, e))?
+    } else {
+        given.to_path_buf()
     };
+    let path = resolved.as_path();
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),

@@ -88,19 +88,29 @@ _UNHASHED: "list[weakref.ref[Table]]" = []
 _UNHASHED_LIMIT = 1024  # pruned of dead and hashed tables when it reaches this length
 
 
+def _live(handle: int) -> "Optional[Table]":
+    for ref in _REGISTRY.get(handle, ()):
+        t = ref()
+        if t is not None:
+            return t
+    return None
+
+
 def _lookup(handle: int) -> "Table":
-    for attempt in range(2):
-        for ref in _REGISTRY.get(int(handle), ()):
-            t = ref()
-            if t is not None:
-                return t
-        if attempt == 0:
-            pending = [r() for r in _UNHASHED]
-            _UNHASHED.clear()
-            for t in pending:
-                if t is not None and t._handle is None:
-                    t.handle  # registers it
-    _REGISTRY.pop(int(handle), None)
+    handle = int(handle)
+    t = _live(handle)
+    if t is not None:
+        return t
+    # A miss: hash the live tables that have no handle yet (registering them), then retry.
+    pending = [r() for r in _UNHASHED]
+    _UNHASHED.clear()
+    for u in pending:
+        if u is not None and u._handle is None:
+            u.handle
+    t = _live(handle)
+    if t is not None:
+        return t
+    _REGISTRY.pop(handle, None)
     raise ArgumentError(
         f"pwpa table handle {handle} does not refer to a live table (keep the Table, or "
         "the module holding it, alive while it is used; a program saved with torch.export "
@@ -299,22 +309,11 @@ class Table:
         pwpa's evaluators; ``"memh"`` a Verilog ``$readmemh`` image (docs/FORMAT.md). The
         format defaults from the extension (.h; .mem, .memh, .hex); ``name`` (C only)
         defaults to the file's stem made into a C identifier."""
-        path = os.fspath(path)
-        ext = os.path.splitext(path)[1]
-        if format is None:
-            format = {".h": "c", ".mem": "memh", ".memh": "memh", ".hex": "memh"}.get(ext.lower())
-            if format is None:
-                raise ArgumentError(
-                    f"cannot tell the export format from {path!r}: name it .h (C) or .mem/.memh/.hex "
-                    "($readmemh), or pass format='c' or 'memh'"
-                )
-        if format not in ("c", "memh"):
-            raise ArgumentError(f"unknown export format {format!r} (expected 'c' or 'memh')")
-        if name is not None and format != "c":
-            raise ArgumentError("name= applies to C headers only (format='c')")
         func = self.meta.get("function")
         source = f"pwpa.Table (function {func})" if isinstance(func, str) else "pwpa.Table"
-        self._native.export(path, format, None if name is None else str(name), source)
+        self._native.export(
+            os.fspath(path), None if format is None else str(format), None if name is None else str(name), source
+        )
 
     def to_json(self, layout: str = "aos") -> str:
         """The JSON text of the table, coefficients in ``layout`` ('aos' or 'soa')."""
