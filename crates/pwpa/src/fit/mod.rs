@@ -670,24 +670,18 @@ fn build(ctx: &Ctx, p: usize, d: usize, progress: &dyn Fn(Progress)) -> Result<P
     }
 }
 
-/// (the options' measure, absolute error) of the f32 table at x.
+/// (the options' measure, absolute error) of the f32 table at x. Relative error counts
+/// only where |f(x)| ≥ [`crate::metrics::REL_FLOOR`], as in the error report: below it
+/// (f32 subnormals, exact zeros) an f32 result cannot carry relative accuracy, and a
+/// table that is wrong near a zero of f shows on the sweep's normal points around it.
 fn point_error(ctx: &Ctx, table: &Table, x: f32) -> (f64, f64) {
     let want = (ctx.f)(x as f64);
     let got = table.eval_f32(x) as f64;
     let abs = (got - want).abs();
     let m = match ctx.measure {
         ErrorMeasure::Absolute => abs,
-        ErrorMeasure::Relative => {
-            if want == 0.0 {
-                if got == 0.0 {
-                    0.0
-                } else {
-                    f64::INFINITY
-                }
-            } else {
-                abs / want.abs()
-            }
-        }
+        ErrorMeasure::Relative if want.abs() < crate::metrics::REL_FLOOR => 0.0,
+        ErrorMeasure::Relative => abs / want.abs(),
     };
     (m, abs)
 }
@@ -753,8 +747,22 @@ fn search_error(
     }
     let mut goal = target * 0.98;
     let mut dense = 0.0;
-    for _ in 0..6 {
-        let pcs = search_sampled(ctx, opts, goal, target, vary_degree, progress)?;
+    for round in 0..6 {
+        let pcs = match search_sampled(ctx, opts, goal, target, vary_degree, progress) {
+            Ok(pcs) => pcs,
+            // A later round's narrower goal is out of reach: say what the dense sweep
+            // measured, not only the quick estimate that the narrower goal was chasing.
+            Err(Error::Fit(m)) if round > 0 => {
+                return Err(Error::Fit(format!(
+                    "max {} error {target:e} not reached: a table whose pieces meet it \
+                     still measured {dense:.3e} with the f32 evaluator on the dense sweep \
+                     (f32 rounding, e.g. near a zero of f that f32 cannot represent), and \
+                     a tighter search failed ({m})",
+                    ctx.measure.name()
+                )))
+            }
+            Err(e) => return Err(e),
+        };
         dense = dense_error(ctx, &pcs.table(Tail::Clamp, Tail::Clamp)?).0;
         if dense <= target {
             return Ok(pcs);
