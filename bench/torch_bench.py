@@ -94,9 +94,9 @@ TORCH_FNS = {
 
 # Composites written the way users write them (the fusion case).
 COMPOSITES = {
-    # name: (pwpa spec, torch fn, f64 reference on [lo, hi], range)
-    "mish_composite": ("mish", lambda x: x * torch.tanh(F.softplus(x)), None, (-20.0, 20.0)),
-    "user_expr": ("x*sigmoid(1.702*x)", lambda x: x * torch.sigmoid(1.702 * x), None, (-16.0, 16.0)),
+    # name: (pwpa spec, torch fn)
+    "mish_composite": ("mish", lambda x: x * torch.tanh(F.softplus(x))),
+    "user_expr": ("x*sigmoid(1.702*x)", lambda x: x * torch.sigmoid(1.702 * x)),
 }
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
@@ -106,27 +106,8 @@ def f64_ref(fn):
     return lambda v: fn(torch.from_numpy(np.asarray(v, np.float64))).numpy()
 
 
-def lsq_fallback(f64, lo, hi, partitions=256, degree=3):
-    """A provisional uniform least-squares table (used only while the fitter is a stub)."""
-    pts = np.linspace(lo, hi, partitions + 1)
-    rows, anchors = [], []
-    for i in range(partitions):
-        a, b = pts[i], pts[i + 1]
-        anchor = float(np.float32(0.5 * (a + b)))
-        xs = np.linspace(a, b, 32)
-        rows.append(np.polyfit(xs - anchor, f64(xs), degree))
-        anchors.append(anchor)
-    return pwpa.Table(
-        {"lo": lo, "hi": hi, "partitions": partitions},
-        np.array(rows),
-        anchors=anchors,
-        left_tail="clamp",
-        right_tail="extend",
-    )
-
-
-def get_table(name, spec, f64, default_range):
-    """(table, how) — loaded, bf16-exact fit, fixed fit, or provisional lsq fallback."""
+def get_table(name, spec):
+    """(table, how) — loaded from --tables, a bf16-exact fit, or a minimax 256x3 fit."""
     if ARGS.tables:
         path = os.path.join(ARGS.tables, f"{name}.json")
         if os.path.exists(path):
@@ -140,11 +121,7 @@ def get_table(name, spec, f64, default_range):
         t = pwpa.fit(spec, partitions=256, degree=3)
         return t, "minimax 256x3 (no bf16-exact fit: " + exact_err[:80] + ")"
     except pwpa.PwpaError as e:
-        fit_err = str(e)
-    if f64 is None:
-        return None, f"no table: {fit_err}"
-    lo, hi = default_range
-    return lsq_fallback(f64, lo, hi), "provisional numpy lsq 256x3 (pwpa.fit: " + fit_err[:80] + ")"
+        return None, f"no table: {e}"
 
 
 def timer(device):
@@ -200,12 +177,12 @@ def main():
         dev_name += f", {ARGS.threads} threads"
 
     cat = {f["name"]: f for f in pwpa.functions()}
-    jobs = []  # (name, spec, torch fn or None, f64 ref or None, range)
-    for name, f in cat.items():
+    jobs = []  # (name, spec, torch fn or None, f64 ref or None)
+    for name in cat:
         tf = TORCH_FNS.get(name)
-        jobs.append((name, name, tf, f64_ref(tf) if tf else None, f["range"]))
-    for name, (spec, tf, _, rng) in COMPOSITES.items():
-        jobs.append((name, spec, tf, f64_ref(tf), rng))
+        jobs.append((name, name, tf, f64_ref(tf) if tf else None))
+    for name, (spec, tf) in COMPOSITES.items():
+        jobs.append((name, spec, tf, f64_ref(tf)))
     if ARGS.functions:
         keep = set(ARGS.functions.split(","))
         jobs = [j for j in jobs if j[0] in keep]
@@ -213,8 +190,8 @@ def main():
     rows = []
     g = torch.Generator(device="cpu").manual_seed(0)
     x32 = (torch.randn(n, generator=g) * 4).to(device)
-    for name, spec, tf, f64, rng in jobs:
-        table, how = get_table(name, spec, f64, rng)
+    for name, spec, tf, f64 in jobs:
+        table, how = get_table(name, spec)
         print(f"[{name}] table: {how}" + (f" P={table.partitions} D={table.degree}" if table else ""), flush=True)
         for dname in ARGS.dtypes.split(","):
             dt = DTYPES[dname]
