@@ -347,8 +347,8 @@ static inline float pwpa_exp2f(float p) {
     let index = match b {
         Breakpoints::Uniform { .. } => format!(
             "    float u = (x - pwpa_f32({name}_LO)) * pwpa_f32({name}_INV_STEP);\n    \
-             int i = (int)u; /* u is in [0, P] here */\n    \
-             if (i > {name}_PIECES - 1) i = {name}_PIECES - 1;"
+             /* u >= 0, and +Inf where x - LO overflows: clamp before converting. */\n    \
+             int i = u < (float)({name}_PIECES - 1) ? (int)u : {name}_PIECES - 1;"
         ),
         Breakpoints::Arbitrary(_) => format!(
             "    /* The number of b_1..b_(P-1) that are <= x, by bisection. */\n    \

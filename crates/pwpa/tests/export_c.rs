@@ -105,6 +105,14 @@ fn tables() -> Vec<Table> {
         };
         out.push(fit(&target, &opts, &|_| {}).unwrap());
     }
+    // Uniform ranges wider than f32: x - lo overflows to +Inf near the top (the header
+    // must clamp the index before converting it to int).
+    for (lo, hi, p) in [(-3e38f32, 3e38f32, 4usize), (-f32::MAX, f32::MAX, 16)] {
+        let b = Breakpoints::uniform(lo, hi, p).unwrap();
+        let anchors = Table::midpoint_anchors(&b);
+        let coeffs = (0..p).flat_map(|i| [i as f32, 1.0]).collect();
+        out.push(Table::new(b, 1, anchors, coeffs, Tail::Extend, Tail::Clamp).unwrap());
+    }
     out
 }
 
@@ -146,7 +154,8 @@ fn inputs(t: &Table, rng: &mut StdRng) -> Vec<f32> {
         }
     }
     let (lo, hi) = (b.lo(), b.hi());
-    let w = hi - lo;
+    let w = (hi - lo).min(f32::MAX / 200.0);
+    let (lo, hi) = (lo.max(-f32::MAX / 8.0), hi.min(f32::MAX / 8.0));
     for _ in 0..3000 {
         x.push(rng.random_range(lo - w..hi + w));
     }
