@@ -137,8 +137,8 @@ pub enum Error {
         /// Output length.
         output: usize,
     },
-    /// The function is not finite on the requested range.
-    #[error("function '{function}' is not finite at x = {x} (value {value}); choose a range where it is finite")]
+    /// The function is not finite on the requested range, or beyond f32's range.
+    #[error("function '{function}' is not a finite f32 value at x = {x} (value {value:e}); choose a range where it is")]
     NotFinite {
         /// The function.
         function: String,

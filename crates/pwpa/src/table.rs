@@ -75,13 +75,11 @@ impl Breakpoints {
                         max: MAX_PARTITIONS,
                     });
                 }
-                for (index, v) in [*lo, *hi].into_iter().enumerate() {
+                for (what, v) in [("lo", *lo), ("hi", *hi)] {
                     if !v.is_finite() {
-                        return Err(Error::NonFinite {
-                            what: "range end",
-                            index,
-                            value: v,
-                        });
+                        return Err(Error::InvalidArgument(format!(
+                            "uniform breakpoints: {what} = {v} is not finite"
+                        )));
                     }
                 }
                 if lo >= hi {

@@ -208,7 +208,24 @@ pub fn fit_report(
         default_range: target.default_range(),
         default_tails: target.default_tails(),
     };
-    fit_function(&func, opts, progress)
+    let mut o = fit_function(&func, opts, progress)?;
+    if let Target::Samples(s) = target {
+        let (a, b) = (s.xs()[0], s.xs()[s.xs().len() - 1]);
+        let (lo, hi) = o.range;
+        if (lo as f64) < a || (hi as f64) > b {
+            let w = format!(
+                "the fit range [{lo}, {hi}] extends beyond the samples' span [{a}, {b}]: \
+                 there the table follows the nearest sample's value (nothing was measured)"
+            );
+            let w = match o.warning.take() {
+                Some(old) => format!("{old}; {w}"),
+                None => w,
+            };
+            o.table.meta.insert("warning".into(), w.clone().into());
+            o.warning = Some(w);
+        }
+    }
+    Ok(o)
 }
 
 /// The resolved problem.
@@ -330,7 +347,8 @@ fn exact_zero(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Option<f32> 
     None
 }
 
-/// Checks that f is finite on [lo, hi] (dense sample plus the ends); names the point.
+/// Checks that f is finite and within f32's range on [lo, hi] (dense sample plus the
+/// ends): f32 coefficients cannot represent it otherwise. Names the point.
 fn check_finite(name: &str, f: &(dyn Fn(f64) -> f64 + Sync), lo: f64, hi: f64) -> Result<()> {
     let n = 8192;
     for i in 0..=n {
@@ -340,7 +358,7 @@ fn check_finite(name: &str, f: &(dyn Fn(f64) -> f64 + Sync), lo: f64, hi: f64) -
             lo + (hi - lo) * i as f64 / n as f64
         };
         let v = f(x);
-        if !v.is_finite() {
+        if !(v.abs() <= f32::MAX as f64) {
             return Err(Error::NotFinite {
                 function: name.to_string(),
                 x,
@@ -379,7 +397,12 @@ pub fn fit_function(
             max: MAX_DEGREE,
         });
     }
-    if opts.max_partitions == 0 || opts.max_partitions > MAX_PARTITIONS {
+    if opts.max_partitions == 0 {
+        return Err(Error::InvalidArgument(
+            "the partition limit (max_partitions) must be at least 1".into(),
+        ));
+    }
+    if opts.max_partitions > MAX_PARTITIONS {
         return Err(Error::TooManyPartitions {
             partitions: opts.max_partitions,
             max: MAX_PARTITIONS,
@@ -1097,8 +1120,9 @@ impl std::fmt::Display for FitOutcome {
             .unwrap_or("abs");
         writeln!(
             f,
-            "{name}: {} pieces of degree {} ({} breakpoints)",
+            "{name}: {} piece{} of degree {} ({} breakpoints)",
             self.partitions,
+            if self.partitions == 1 { "" } else { "s" },
             self.degree,
             if self.table.breakpoints().is_uniform() {
                 "uniform"

@@ -5,7 +5,7 @@ use super::poly::{fit_piece, PieceSpec};
 use super::verify;
 use super::{Ctx, Pieces, Progress};
 use crate::element::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::table::{horner, Breakpoints, Table};
 use rayon::prelude::*;
 
@@ -146,6 +146,17 @@ pub(crate) fn adaptive(
     };
     snap(&mut pts);
     let mut best: Option<Pieces> = None;
+    let values = f32_values_in(ctx.lo, ctx.hi);
+    if values < p as u64 + 1 {
+        return Err(Error::InvalidArgument(format!(
+            "cannot place {p} partitions in [{}, {}]: the range holds only {values} f32 \
+             values, so at most {} partitions with distinct breakpoints (use fewer \
+             partitions, uniform breakpoints, or a wider range)",
+            ctx.lo,
+            ctx.hi,
+            values.saturating_sub(1)
+        )));
+    }
     if p == 1 {
         let bps = Breakpoints::arbitrary(vec![ctx.lo, ctx.hi])?;
         return Ok(fit_pieces(ctx, bps, d));
@@ -245,7 +256,25 @@ pub(crate) fn adaptive(
         pts[p] = hi;
         snap(&mut pts);
     }
-    Ok(best.expect("at least one iteration"))
+    best.ok_or_else(|| {
+        Error::Fit(format!(
+            "could not place {p} breakpoints as distinct f32 values in [{}, {}]",
+            ctx.lo, ctx.hi
+        ))
+    })
+}
+
+/// The number of distinct f32 values in [lo, hi] (finite, lo ≤ hi; ±0 count once).
+fn f32_values_in(lo: f32, hi: f32) -> u64 {
+    let key = |v: f32| -> i64 {
+        let m = (v.to_bits() & 0x7FFF_FFFF) as i64;
+        if v.is_sign_negative() {
+            -m
+        } else {
+            m
+        }
+    };
+    (key(hi) - key(lo)).max(0) as u64 + 1
 }
 
 /// For every piece with inputs whose rounded result is wrong, tries small f32
