@@ -240,6 +240,8 @@ const KNOWN_FUNCTIONS: &str = "exp, exp2, expm1, ln, log, log1p, log2, log10, sq
 cbrt, abs, sin, cos, tan, sinh, cosh, tanh, erf, erfc, sigmoid, softplus, gelu, gelu_tanh, silu, \
 mish, elu, selu, relu, log_sigmoid, hardswish, pow(a, b), min(a, b), max(a, b); constants pi, e";
 
+const COMMA: &str = "',' separates the two arguments of pow, min and max, and nothing else";
+
 /// Rewrites an expression into exmex syntax with conventional precedence: powers
 /// become `(base)^(exponent)` (right-associative), a unary minus applies to the
 /// whole power chain after it (`-(…)`), and numbers in scientific notation are
@@ -250,7 +252,9 @@ pub fn normalize(text: &str) -> std::result::Result<String, String> {
         i: 0,
     };
     let mut out = String::with_capacity(text.len() * 2);
-    n.expr(&mut out)?;
+    if n.expr(&mut out)? > 0 {
+        return Err(COMMA.into());
+    }
     if n.i < n.c.len() {
         return Err(format!("unmatched ')' at position {}", n.i + 1));
     }
@@ -273,24 +277,44 @@ impl Normalizer {
         }
     }
 
-    /// Operands separated by binary operators, up to ')' or the end.
-    fn expr(&mut self, out: &mut String) -> std::result::Result<(), String> {
+    /// Operands separated by binary operators, up to ')' or the end; returns the
+    /// number of commas at this level (the arguments of pow, min, max).
+    fn expr(&mut self, out: &mut String) -> std::result::Result<usize, String> {
+        let mut commas = 0;
         loop {
             self.ws();
             match self.peek() {
-                None | Some(')') => return Ok(()),
+                None | Some(')') => return Ok(commas),
                 _ => {}
             }
+            let start = self.i;
             self.operand(out)?;
+            let left: String = self.c[start..self.i].iter().collect();
             self.ws();
             match self.peek() {
-                None | Some(')') => return Ok(()),
+                None | Some(')') => return Ok(commas),
                 Some(op @ ('+' | '-' | '*' | '/' | ',')) => {
+                    commas += usize::from(op == ',');
                     out.push(op);
                     self.i += 1;
                 }
-                // Juxtaposition (`sin x`): left to exmex.
-                Some(_) => out.push(' '),
+                // Juxtaposition: a function applied without parentheses (`sin x`) is
+                // left to exmex; anything else (`2x`, `x x`, `(x+1)(x-1)`) lacks an
+                // operator.
+                Some(next) => {
+                    let left = left.trim();
+                    let bare_name = left.chars().all(|ch| ch.is_alphanumeric() || ch == '_')
+                        && left.starts_with(|ch: char| ch.is_alphabetic() || ch == '_')
+                        && !matches!(left, "x" | "pi" | "e");
+                    if !bare_name {
+                        return Err(format!(
+                            "missing operator between '{left}' and '{next}' at position {} \
+                             (write products with *, e.g. 2*x)",
+                            self.i + 1
+                        ));
+                    }
+                    out.push(' ')
+                }
             }
         }
     }
@@ -329,22 +353,30 @@ impl Normalizer {
         Ok(())
     }
 
+    /// `( expr )` at the current '('; returns the commas inside at its level.
+    fn parenthesised(&mut self, out: &mut String) -> std::result::Result<usize, String> {
+        let start = self.i;
+        self.i += 1;
+        out.push('(');
+        let commas = self.expr(out)?;
+        if self.peek() != Some(')') {
+            return Err(format!("missing ')' for the '(' at position {}", start + 1));
+        }
+        self.i += 1;
+        out.push(')');
+        Ok(commas)
+    }
+
     fn primary(&mut self, out: &mut String) -> std::result::Result<(), String> {
         self.ws();
         let start = self.i;
         match self.peek() {
             None => Err("the expression ends where an operand is expected".into()),
-            Some('(') => {
-                self.i += 1;
-                out.push('(');
-                self.expr(out)?;
-                if self.peek() != Some(')') {
-                    return Err(format!("missing ')' for the '(' at position {}", start + 1));
-                }
-                self.i += 1;
-                out.push(')');
-                Ok(())
-            }
+            // A comma belongs to the arguments of pow, min and max only.
+            Some('(') => match self.parenthesised(out)? {
+                0 => Ok(()),
+                _ => Err(COMMA.into()),
+            },
             Some(ch) if ch.is_ascii_digit() || ch == '.' => {
                 while self
                     .peek()
@@ -384,10 +416,24 @@ impl Normalizer {
                 {
                     self.i += 1;
                 }
-                out.extend(&self.c[start..self.i]);
+                let name: String = self.c[start..self.i].iter().collect();
+                out.push_str(&name);
                 self.ws();
                 if self.peek() == Some('(') {
-                    self.primary(out)?;
+                    let open = self.i;
+                    let args = self.parenthesised(out)? + 1;
+                    let want = if matches!(name.as_str(), "pow" | "min" | "max") {
+                        2
+                    } else {
+                        1
+                    };
+                    if args != want {
+                        return Err(format!(
+                            "{name}(…) at position {} takes {want} argument{} (got {args})",
+                            open + 1,
+                            if want == 1 { "" } else { "s" }
+                        ));
+                    }
                 }
                 Ok(())
             }
