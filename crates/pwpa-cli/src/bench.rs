@@ -40,7 +40,7 @@ pub struct BenchArgs {
     #[arg(long, value_parser = parse_dtype, default_value = "f32")]
     pub dtype: DType,
     /// Number of elements (default 2^24 on the CPU, 2^28 on CUDA).
-    #[arg(short = 'n', long)]
+    #[arg(short = 'n', long, allow_negative_numbers = true)]
     pub n: Option<usize>,
     /// Timed repetitions (the median is reported).
     #[arg(long, default_value_t = 10)]
@@ -57,7 +57,7 @@ pub struct BenchArgs {
     /// Inputs drawn from a normal distribution N(0, SIGMA^2) (as activations are; e.g. 4 for
     /// bench/torch_bench.py's `randn * 4`) instead of uniformly over the table's range and
     /// a 10 % margin on each side. Single-table timings only, not --study or --sweep.
-    #[arg(long, value_name = "SIGMA")]
+    #[arg(long, value_name = "SIGMA", allow_negative_numbers = true)]
     pub normal: Option<f64>,
     /// Thread coarsening of the CUDA kernel (16-byte chunks in flight per thread: 1, 2, 4, 8).
     #[arg(long)]
@@ -820,6 +820,21 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     if a.n == Some(0) {
         bail!("-n must be at least 1");
     }
+    if let Some(n) = a.n {
+        // Inputs, outputs and the copy's buffers on the host (f32 staging for 16-bit
+        // types included): refuse what cannot be allocated rather than abort.
+        let need = (n as u128) * (3 * a.dtype.size() as u128 + 8);
+        if let Some(avail) = mem_available() {
+            if need > avail as u128 {
+                bail!(
+                    "-n {n} needs about {:.1} GB of host memory for the benchmark's buffers; \
+                     {:.1} GB is available",
+                    need as f64 / 1e9,
+                    avail as f64 / 1e9
+                );
+            }
+        }
+    }
     if let Some(sigma) = a.normal {
         if !(sigma.is_finite() && sigma > 0.0) {
             bail!("--normal must be a positive, finite standard deviation (got {sigma})");
@@ -882,4 +897,12 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         bytes / tc / 1e9,
         tc / te
     ))
+}
+
+/// Available host memory in bytes (Linux `MemAvailable`), if known.
+fn mem_available() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }

@@ -271,17 +271,22 @@ fn placement_arg(p: Placement) -> PlacementArg {
     after_help = "Examples:\n  pwpa fit gelu --range -8,8 --partitions 16 --degree 3 -o gelu.json\n  pwpa fit 'x*tanh(ln(1+exp(x)))' --range=-6,6 --max-error 1e-4 -o mish.json\n  pwpa fit silu --exact bf16 --exp-tails -o silu_bf16.json\n  pwpa fit --samples data.csv --partitions 32 -o user.json"
 )]
 pub struct FitArgs {
-    /// A catalogue function (see `pwpa functions`) or an expression in x.
-    #[arg(value_name = "FUNC|EXPR", required_unless_present = "samples")]
+    /// A catalogue function (see `pwpa functions`) or an expression in x (fitted on
+    /// [-8, 8] unless --range says otherwise). An expression may start with '-'.
+    #[arg(
+        value_name = "FUNC|EXPR",
+        required_unless_present = "samples",
+        allow_hyphen_values = true
+    )]
     target: Option<String>,
     /// Fit range LO,HI (default: the function's default range, or the samples' span).
     #[arg(long, value_name = "LO,HI", value_parser = parse_range, allow_hyphen_values = true)]
     range: Option<Range>,
     /// Number of partitions P (the starting point of a --max-error search over P).
-    #[arg(short = 'P', long, default_value_t = FitOptions::default().partitions)]
+    #[arg(short = 'P', long, default_value_t = FitOptions::default().partitions, allow_negative_numbers = true)]
     partitions: usize,
     /// Polynomial degree D (the starting point of a --vary-degree search).
-    #[arg(short = 'D', long, default_value_t = FitOptions::default().degree)]
+    #[arg(short = 'D', long, default_value_t = FitOptions::default().degree, allow_negative_numbers = true)]
     degree: usize,
     /// Per-piece method.
     #[arg(long, value_enum, default_value_t = method_arg(FitOptions::default().method))]
@@ -293,7 +298,7 @@ pub struct FitArgs {
     #[arg(long, value_enum, default_value_t = MeasureArg::Abs)]
     error: MeasureArg,
     /// Find the smallest P (for the given D) whose max error is at most E.
-    #[arg(long, value_name = "E", conflicts_with = "exact")]
+    #[arg(long, value_name = "E", conflicts_with = "exact", allow_negative_numbers = true)]
     max_error: Option<f64>,
     /// With --max-error: search the smallest D for the given P instead.
     #[arg(long, requires = "max_error")]
@@ -314,10 +319,10 @@ pub struct FitArgs {
     #[arg(long, value_name = "SPEC", value_parser = parse_tail, allow_hyphen_values = true)]
     right_tail: Option<Tail>,
     /// Upper bound on P in searches.
-    #[arg(long, value_name = "P", default_value_t = FitOptions::default().max_partitions)]
+    #[arg(long, value_name = "P", default_value_t = FitOptions::default().max_partitions, allow_negative_numbers = true)]
     max_partitions: usize,
     /// Upper bound on D in searches.
-    #[arg(long, value_name = "D", default_value_t = FitOptions::default().max_degree)]
+    #[arg(long, value_name = "D", default_value_t = FitOptions::default().max_degree, allow_negative_numbers = true)]
     max_degree: usize,
     /// Fit sampled data instead of a function: CSV of x,y rows or an (N, 2) .npy.
     #[arg(long, value_name = "FILE.csv|.npy", conflicts_with = "target")]
@@ -474,7 +479,7 @@ pub fn fit(a: &FitArgs) -> Result<()> {
     let report = compute_report(&table, &target, dtype);
     let layout: Layout = a.layout.into();
     if let Some(out) = &a.output {
-        pwpa::format::save(&table, out, layout)?;
+        crate::write_output(out, pwpa::format::to_json(&table, layout).as_bytes())?;
     }
     let summary = Summary::new(&table, layout);
     if a.json {
@@ -485,15 +490,19 @@ pub fn fit(a: &FitArgs) -> Result<()> {
             report: Some(&report),
             fit: Some(fit_summary),
         };
-        return emit(&(serde_json::to_string_pretty(&o)? + "\n"));
+        return crate::emit_beside(
+            a.output.as_deref(),
+            &(serde_json::to_string_pretty(&o)? + "\n"),
+        );
     }
     let mut s = summary.text();
     writeln!(s, "\n{}", fit_summary.trim_end())?;
     writeln!(s, "\n{report}")?;
+    crate::emit_beside(a.output.as_deref(), &s)?;
     if let Some(out) = &a.output {
-        writeln!(s, "wrote {}", out.display())?;
+        eprintln!("wrote {}", out.display());
     }
-    emit(&s)
+    Ok(())
 }
 
 /// Fails early (before long work) when the output's directory does not exist.
@@ -537,6 +546,21 @@ pub struct InfoArgs {
     json: bool,
 }
 
+/// The function a table records (`meta.function`), for reports and plots; or why
+/// there is none to evaluate (a fit to samples, an unknown name, no record).
+pub fn recorded_target(table: &Table) -> std::result::Result<Target, String> {
+    match table.meta.get("function").and_then(|v| v.as_str()) {
+        Some(name) if name.starts_with("samples(") => Err(format!(
+            "the table was fitted to {name}, which cannot be evaluated between them; \
+             pass --function NAME|EXPR"
+        )),
+        Some(name) => Target::parse(name).map_err(|e| {
+            format!("the table's function cannot be evaluated ({e}); pass --function NAME|EXPR")
+        }),
+        None => Err("the table records no function; pass --function NAME|EXPR".into()),
+    }
+}
+
 /// `pwpa info`.
 pub fn info(a: &InfoArgs) -> Result<()> {
     let (table, layout) = load_table(&a.table)?;
@@ -547,22 +571,9 @@ pub fn info(a: &InfoArgs) -> Result<()> {
     } else if let Some(f) = &a.function {
         Some(Target::parse(f)?)
     } else {
-        match table.meta.get("function").and_then(|v| v.as_str()) {
-            Some(name) => match Target::parse(name) {
-                Ok(t) => Some(t),
-                Err(e) => {
-                    note = Some(format!("no error report: the table's function cannot be evaluated ({e}); pass --function NAME|EXPR"));
-                    None
-                }
-            },
-            None => {
-                note = Some(
-                    "no error report: the table records no function; pass --function NAME|EXPR"
-                        .to_string(),
-                );
-                None
-            }
-        }
+        recorded_target(&table)
+            .map_err(|why| note = Some(format!("no error report: {why}")))
+            .ok()
     };
     let report = target.as_ref().map(|t| compute_report(&table, t, a.dtype));
     if let Some(n) = &note {
@@ -714,8 +725,8 @@ pub fn eval(a: &EvalArgs) -> Result<()> {
     } else {
         npy::npy_bytes(ArrayDType::Elem(out_dtype), &arr.shape, &data)?
     };
-    pwpa::format::write_atomic(&a.output, &bytes)?;
-    println!(
+    crate::write_output(&a.output, &bytes)?;
+    eprintln!(
         "wrote {} ({} {out_dtype} values{})",
         a.output.display(),
         arr.shape.iter().product::<usize>(),

@@ -68,7 +68,7 @@ pub fn run(a: &ExportArgs) -> Result<()> {
             pwpa::export::memh(&table, &source)
         }
     };
-    pwpa::format::write_atomic(&a.output, text.as_bytes())?;
+    crate::write_output(&a.output, text.as_bytes())?;
     // On stderr: the output may be /dev/stdout.
     eprintln!(
         "wrote {} ({})",

@@ -59,6 +59,50 @@ pub(crate) fn emit(text: &str) -> Result<()> {
     }
 }
 
+/// Whether `path` names this process's standard output: `-`, or the same pipe, terminal
+/// or file as stdout (`/dev/stdout`, `/dev/fd/1`, a file stdout is redirected to).
+pub(crate) fn is_stdout(path: &std::path::Path) -> bool {
+    if path.as_os_str() == "-" {
+        return true;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::MetadataExt;
+        let stdout = std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .and_then(|fd| std::fs::File::from(fd).metadata());
+        if let (Ok(so), Ok(m)) = (stdout, std::fs::metadata(path)) {
+            return m.dev() == so.dev() && m.ino() == so.ino();
+        }
+    }
+    false
+}
+
+/// Writes an output file (through [`pwpa::format::write_atomic`]), or standard output
+/// for `-`.
+pub(crate) fn write_output(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    if path.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        return out
+            .write_all(bytes)
+            .and_then(|_| out.flush())
+            .map_err(|e| anyhow::anyhow!("cannot write to standard output: {e}"));
+    }
+    Ok(pwpa::format::write_atomic(path, bytes)?)
+}
+
+/// Command output (reports, tables of numbers): on stdout, unless the command's output
+/// file is stdout itself, where it would corrupt the data (then on stderr).
+pub(crate) fn emit_beside(output: Option<&std::path::Path>, text: &str) -> Result<()> {
+    if output.is_some_and(is_stdout) {
+        eprint!("{text}");
+        return Ok(());
+    }
+    emit(text)
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Functions(a) => commands::functions(&a),

@@ -44,13 +44,13 @@ pub struct PlotArgs {
 }
 
 /// Draws the plot.
-pub fn plot(table: &Table, target: &Target, args: &PlotArgs) -> Result<()> {
+pub fn plot(table: &Table, target: Option<&Target>, args: &PlotArgs) -> Result<()> {
     let opts = pwpa::plot::PlotOptions {
         range: args.range.map(|r| (r.lo, r.hi)),
         ulp: (args.error == ErrorCurve::Ulp).then_some(args.dtype),
         ..Default::default()
     };
-    pwpa::plot::plot(table, Some(target), &opts, &args.output)?;
+    pwpa::plot::plot(table, target, &opts, &args.output)?;
     eprintln!("wrote {}", args.output.display());
     Ok(())
 }
@@ -67,19 +67,25 @@ pub fn run(a: &PlotArgs) -> Result<()> {
             a.output.display()
         );
     }
+    if a.dtype != DType::F32 && a.error != ErrorCurve::Ulp {
+        bail!("--dtype is the type whose ULPs --error ulp counts; add --error ulp");
+    }
     check_output_dir(&a.output)?;
     let (table, _) = load_table(&a.table)?;
-    let name = match (
-        &a.function,
-        table.meta.get("function").and_then(|v| v.as_str()),
-    ) {
-        (Some(f), _) => f.clone(),
-        (None, Some(f)) => f.to_string(),
-        (None, None) => bail!(
-            "{} records no function; pass --function NAME|EXPR",
-            a.table.display()
-        ),
+    // With --function the target must parse; a recorded function that cannot be
+    // evaluated (a fit to samples) or none at all plots the table alone.
+    let target = match &a.function {
+        Some(f) => Some(Target::parse(f)?),
+        None => match crate::commands::recorded_target(&table) {
+            Ok(t) => Some(t),
+            Err(why) if a.error == ErrorCurve::Ulp => {
+                bail!("a ULP error curve needs the function: {why}")
+            }
+            Err(why) => {
+                eprintln!("note: plotting the table alone: {why}");
+                None
+            }
+        },
     };
-    let target = Target::parse(&name)?;
-    plot(&table, &target, a)
+    plot(&table, target.as_ref(), a)
 }

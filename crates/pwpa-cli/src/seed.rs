@@ -271,12 +271,29 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
     if a.points_out.is_some() && a.to != To::Seed {
         bail!("--points-out is for --to seed");
     }
+    if !from_seed && a.points.is_some() {
+        bail!("--points is for a seed import from .npy; {} is a pwpa table", a.input.display());
+    }
+    if a.to == To::Seed {
+        match &a.points_out {
+            Some(_) if !is_npy(&a.output) || !a.points_out.as_deref().is_some_and(is_npy) => {
+                bail!("with --points-out, both -o and --points-out must be .npy files")
+            }
+            None if is_npy(&a.output) => {
+                bail!("a seed export to .npy needs --points-out FILE.npy for the partition points")
+            }
+            _ => {}
+        }
+    }
     let table = if from_seed {
         read_seed(a)?
     } else {
         load_table(&a.input)?.0
     };
     check_output_dir(&a.output)?;
+    if let Some(p) = &a.points_out {
+        check_output_dir(p)?;
+    }
     match a.to {
         To::Aos | To::Soa => {
             let layout = if a.to == To::Aos {
@@ -284,8 +301,9 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
             } else {
                 Layout::Soa
             };
-            pwpa::format::save(&table, &a.output, layout)?;
-            println!("wrote {} ({layout:?})", a.output.display());
+            crate::write_output(&a.output, pwpa::format::to_json(&table, layout).as_bytes())?;
+            let name = if layout == Layout::Aos { "aos" } else { "soa" };
+            eprintln!("wrote {} (pwpa table, {name} layout)", a.output.display());
         }
         To::Seed => {
             let (coeffs, points, exact) = table.to_seed();
@@ -298,8 +316,9 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
                     why.push("coefficients about each piece's anchor are re-expanded in the global x and rounded to f32");
                 }
                 eprintln!(
-                    "warning: the seed export is not bit-exact: {}",
-                    why.join("; ")
+                    "warning: the seed export is not bit-exact: {}; {}",
+                    why.join("; "),
+                    seed_difference(&table, &coeffs, &points)
                 );
             }
             for (side, t) in [("left", table.left_tail()), ("right", table.right_tail())] {
@@ -311,10 +330,6 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
                 }
             }
             if let Some(pts_path) = &a.points_out {
-                if !is_npy(&a.output) || !is_npy(pts_path) {
-                    bail!("with --points-out, both -o and --points-out must be .npy files");
-                }
-                check_output_dir(pts_path)?;
                 let p = table.partitions();
                 let d = table.degree();
                 let c_bytes = npy::npy_bytes(
@@ -327,25 +342,46 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
                     &[p + 1],
                     &npy::encode(&points),
                 )?;
-                pwpa::format::write_atomic(&a.output, &c_bytes)?;
-                if let Err(e) = pwpa::format::write_atomic(pts_path, &p_bytes) {
-                    let _ = std::fs::remove_file(&a.output);
-                    return Err(e.into());
+                crate::write_output(&a.output, &c_bytes)?;
+                if let Err(e) = crate::write_output(pts_path, &p_bytes) {
+                    if !crate::is_stdout(&a.output) {
+                        let _ = std::fs::remove_file(&a.output);
+                    }
+                    return Err(e);
                 }
-                println!(
+                eprintln!(
                     "wrote {} (seed coefficients) and {} (partition points)",
                     a.output.display(),
                     pts_path.display()
                 );
             } else {
-                if is_npy(&a.output) {
-                    bail!("a seed export to .npy needs --points-out FILE.npy for the partition points");
-                }
                 let text = seed_json(&coeffs, &points, table.degree());
-                pwpa::format::write_atomic(&a.output, text.as_bytes())?;
-                println!("wrote {} (seed format)", a.output.display());
+                crate::write_output(&a.output, text.as_bytes())?;
+                eprintln!("wrote {} (seed format)", a.output.display());
             }
         }
     }
     Ok(())
+}
+
+/// How far the seed form of `table` (re-imported as the seed would evaluate it) is from
+/// the table on its range: the largest difference over the error report's range sweep,
+/// beside the table's own magnitude there.
+fn seed_difference(table: &Table, coeffs: &[f32], points: &[f32]) -> String {
+    let Ok(seed) = Table::from_seed(coeffs.to_vec(), points.to_vec(), table.degree()) else {
+        return "the seed form could not be re-imported to measure the difference".into();
+    };
+    let (mut diff, mut at, mut size) = (0.0f64, 0.0f32, 0.0f64);
+    for x in pwpa::metrics::range_points(table, 1 << 20) {
+        let (t, s) = (table.eval_f32(x) as f64, seed.eval_f32(x) as f64);
+        size = size.max(t.abs());
+        let d = (t - s).abs();
+        if d > diff || d.is_nan() {
+            (diff, at) = (d, x);
+        }
+    }
+    format!(
+        "the seed form differs from the table by up to {diff:.3e} (at x = {at}) on its range, \
+         where the table reaches {size:.3e} in magnitude"
+    )
 }

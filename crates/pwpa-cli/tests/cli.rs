@@ -202,29 +202,6 @@ impl Dir {
     }
 }
 
-/// Whether the fitter is built in (it is a stub until the fitting work is merged).
-fn fitter_available() -> bool {
-    let o = pwpa(&[
-        "fit",
-        "sigmoid",
-        "-P",
-        "4",
-        "-D",
-        "1",
-        "--method",
-        "lsq",
-        "--breakpoints",
-        "uniform",
-    ]);
-    if o.status.success() {
-        return true;
-    }
-    let e = stderr(&o);
-    assert!(e.contains("not yet implemented"), "fit failed: {e}");
-    eprintln!("SKIPPED part of this test: the fitter is not built in yet ({e})");
-    false
-}
-
 // ------------------------------------------------------------------ basics
 
 #[test]
@@ -277,7 +254,6 @@ fn functions_lists_the_catalogue() {
 #[test]
 fn negative_ranges_parse() {
     let d = Dir::new();
-    let fitted = fitter_available();
     for (i, args) in [
         vec!["fit", "tanh", "--range", "-8,8", "-P", "8", "-D", "2"],
         vec!["fit", "tanh", "--range=-8,8", "-P", "8", "-D", "2"],
@@ -306,13 +282,9 @@ fn negative_ranges_parse() {
             !e.contains("unexpected argument") && !e.contains("invalid value"),
             "{e}"
         );
-        if fitted {
-            ok(&o);
-            let t = pwpa::format::load(&out).unwrap();
-            assert_eq!(t.breakpoints().lo(), -8.0);
-        } else {
-            fails(&o, &["not yet implemented"], &[&out]);
-        }
+        ok(&o);
+        let t = pwpa::format::load(&out).unwrap();
+        assert_eq!(t.breakpoints().lo(), -8.0);
     }
     // A bad range is rejected before anything runs.
     let out = d.path("bad.json");
@@ -335,9 +307,6 @@ fn negative_ranges_parse() {
 
 #[test]
 fn fit_writes_a_table_and_reports() {
-    if !fitter_available() {
-        return;
-    }
     let d = Dir::new();
     let out = d.path("sig.json");
     let o = pwpa(&[
@@ -838,11 +807,11 @@ fn eval_of_an_empty_and_a_scalar_array() {
     let y = d.path("ey.npy");
     let o = pwpa(&["eval", p(&tp), "-i", p(&x), "-o", p(&y)]);
     ok(&o);
-    // It says what it wrote.
+    // It says what it wrote (on stderr: stdout may be the output itself).
     assert!(
-        stdout(&o).contains("wrote") && stdout(&o).contains("(0 f32 values)"),
+        stderr(&o).contains("wrote") && stderr(&o).contains("(0 f32 values)"),
         "{}",
-        stdout(&o)
+        stderr(&o)
     );
     let (_, shape, data) = read_npy(&y);
     assert_eq!((shape.as_str(), data.len()), ("(0,)", 0));
@@ -1388,4 +1357,175 @@ fn export_c_header_and_memh() {
         &[&out],
     );
     no_temp_files(d.tmp.path());
+}
+
+// ------------------------------------------------- session 17: user-testing findings
+
+#[test]
+fn output_to_stdout_carries_only_the_data() {
+    let d = Dir::new();
+    // `-o -` and `-o /dev/stdout`: the table alone on stdout, the report on stderr.
+    for out in ["-", "/dev/stdout"] {
+        let o = pwpa(&["fit", "tanh", "-P", "4", "-o", out]);
+        ok(&o);
+        let t = pwpa::format::from_json(&stdout(&o)).unwrap().0;
+        assert_eq!(t.partitions(), 4);
+        assert!(stderr(&o).contains("max abs error"), "{}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("wrote {out}")));
+    }
+    let tp = d.table("t.json", &sample_table(), Layout::Aos);
+    let xs: Vec<f32> = (0..100).map(|i| i as f32 * 0.1 - 5.0).collect();
+    let x = d.path("x.bin");
+    std::fs::write(&x, f32_bytes(&xs)).unwrap();
+    let o = pwpa(&["eval", p(&tp), "-i", p(&x), "--dtype", "f32", "-o", "-"]);
+    ok(&o);
+    let t = sample_table();
+    let want: Vec<f32> = xs.iter().map(|&v| t.eval_f32(v)).collect();
+    assert_eq!(o.stdout, f32_bytes(&want), "exactly the raw f32 results");
+    let o = pwpa(&["convert", p(&tp), "--to", "soa", "-o", "-"]);
+    ok(&o);
+    assert_eq!(
+        pwpa::format::from_json(&stdout(&o)).unwrap().1,
+        Layout::Soa
+    );
+    let o = pwpa(&["export", p(&tp), "-o", "-", "--format", "c"]);
+    ok(&o);
+    let h = stdout(&o);
+    assert!(h.starts_with("/*") && h.contains("#endif /* PWPA_"), "{h}");
+}
+
+#[test]
+fn fit_edge_cases_fail_cleanly() {
+    let d = Dir::new();
+    let out = d.path("t.json");
+    // Fewer f32 values in the range than breakpoints.
+    fails(
+        &pwpa(&["fit", "tanh", "--range", "1,1.000001", "-P", "16", "-o", p(&out)]),
+        &["only 9 f32 values", "at most 8 partitions"],
+        &[&out],
+    );
+    // A function beyond f32's range.
+    fails(
+        &pwpa(&["fit", "x*x", "--range=-1e30,1e30", "-o", p(&out)]),
+        &["not a finite f32 value"],
+        &[&out],
+    );
+    fails(
+        &pwpa(&["fit", "gelu", "--max-partitions", "0", "--max-error", "1e-3"]),
+        &["at least 1"],
+        &[],
+    );
+    // Negative numbers reach the value checks instead of being taken for flags.
+    fails(&pwpa(&["fit", "tanh", "--max-error", "-1"]), &["positive"], &[]);
+    fails(&pwpa(&["fit", "tanh", "-P", "-1"]), &["invalid value '-1'"], &[]);
+    // Expressions: a leading '-', and clear parse errors.
+    let o = pwpa(&["fit", "-x^2", "-P", "2", "-o", p(&out)]);
+    ok(&o);
+    assert_eq!(pwpa::format::load(&out).unwrap().eval_f32(3.0), -9.0);
+    std::fs::remove_file(&out).unwrap();
+    for (e, needles) in [
+        ("2x", vec!["missing operator between '2' and 'x'"]),
+        ("(x+1)(x-1)", vec!["missing operator"]),
+        ("pow(x)", vec!["takes 2 arguments (got 1)"]),
+        ("pow(x,2,3)", vec!["takes 2 arguments (got 3)"]),
+        ("sin(x,2)", vec!["takes 1 argument (got 2)"]),
+        ("x,1", vec!["',' separates"]),
+    ] {
+        fails(&pwpa(&["fit", "-P", "2", "-o", p(&out), "--", e]), &needles, &[&out]);
+    }
+}
+
+#[test]
+fn bench_refuses_what_it_cannot_allocate() {
+    let d = Dir::new();
+    let tp = d.table("t.json", &sample_table(), Layout::Aos);
+    fails(
+        &pwpa(&["bench", p(&tp), "-n", "99999999999999"]),
+        &["host memory"],
+        &[],
+    );
+    fails(&pwpa(&["bench", p(&tp), "--normal", "-1"]), &["positive"], &[]);
+}
+
+#[test]
+fn samples_tables_plot_and_warn_beyond_the_data() {
+    let d = Dir::new();
+    let csv = d.write("s.csv", "0,0\n1,1\n2,4\n3,9\n4,16\n");
+    let out = d.path("u.json");
+    let o = pwpa(&["fit", "--samples", p(&csv), "--range=-10,10", "-P", "4", "-o", p(&out)]);
+    ok(&o);
+    assert!(
+        stderr(&o).contains("beyond the samples' span [0, 4]"),
+        "{}",
+        stderr(&o)
+    );
+    let t = pwpa::format::load(&out).unwrap();
+    assert!(t.meta["warning"].as_str().unwrap().contains("beyond"));
+    // No function to compare with: the table alone, with a note.
+    let svg = d.path("u.svg");
+    let o = pwpa(&["plot", p(&out), "-o", p(&svg)]);
+    ok(&o);
+    assert!(stderr(&o).contains("fitted to samples(5 points)"));
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    let png = d.path("u.png");
+    fails(
+        &pwpa(&["plot", p(&out), "-o", p(&png), "--error", "ulp"]),
+        &["needs the function"],
+        &[&png],
+    );
+    fails(
+        &pwpa(&["plot", p(&out), "-o", p(&png), "--dtype", "bf16"]),
+        &["add --error ulp"],
+        &[&png],
+    );
+}
+
+#[test]
+fn table_files_with_a_bom_load_and_wrong_version_types_are_named() {
+    let d = Dir::new();
+    let text = pwpa::format::to_json(&sample_table(), Layout::Aos);
+    let bom = d.write("bom.json", &format!("\u{feff}{text}"));
+    ok(&pwpa(&["info", p(&bom), "--no-report"]));
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["version"] = serde_json::json!(1.0);
+    let bad = d.write("v.json", &v.to_string());
+    fails(
+        &pwpa(&["info", p(&bad)]),
+        &["'version' must be an integer (got 1.0)"],
+        &[],
+    );
+}
+
+#[test]
+fn inexact_seed_export_says_how_far_it_is() {
+    let d = Dir::new();
+    let tp = d.table("t.json", &sample_table(), Layout::Aos);
+    let out = d.path("s.json");
+    let o = pwpa(&["convert", p(&tp), "--to", "seed", "-o", p(&out)]);
+    ok(&o);
+    let e = stderr(&o);
+    let diff: f64 = e
+        .split("differs from the table by up to ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{e}"));
+    // Independently: the re-imported seed table against the original.
+    let seed = pwpa::format::load(&{
+        let back = d.path("back.json");
+        ok(&pwpa(&["convert", p(&out), "--to", "aos", "-o", p(&back)]));
+        back
+    })
+    .unwrap();
+    let t = sample_table();
+    let (lo, hi) = (t.breakpoints().lo(), t.breakpoints().hi());
+    let worst = (0..=100_000)
+        .map(|i| lo + (hi - lo) * i as f32 / 100_000.0)
+        .map(|x| (t.eval_f32(x) as f64 - seed.eval_f32(x) as f64).abs())
+        .fold(0.0, f64::max);
+    assert!(diff > 0.0 && worst <= diff * 1.05 && worst >= diff * 0.5, "{diff} vs {worst}");
+    // Bad --points-out combinations fail before any warning.
+    let o = pwpa(&["convert", p(&tp), "--to", "seed", "-o", p(&d.path("c.npy"))]);
+    fails(&o, &["--points-out"], &[]);
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
 }

@@ -174,6 +174,8 @@ pub fn to_json(table: &Table, layout: Layout) -> String {
 /// Parses and validates a table, returning it and the file's coefficient layout.
 pub fn from_json(text: &str) -> Result<(Table, Layout)> {
     // Check the header first so a wrong version gets its own message.
+    // A UTF-8 byte order mark (some Windows editors write one) is not JSON: skip it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| Error::Format(e.to_string()))?;
     let obj = value
@@ -200,7 +202,12 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
                 supported: FORMAT_VERSION,
             })
         }
-        None => return Err(Error::Format("missing integer field 'version'".into())),
+        None => {
+            return Err(Error::Format(match obj.get("version") {
+                Some(v) => format!("field 'version' must be an integer (got {v})"),
+                None => "missing integer field 'version'".into(),
+            }))
+        }
     }
     let file: FileV1 = serde_json::from_value(value).map_err(|e| Error::Format(e.to_string()))?;
     let breakpoints = match file.breakpoints {

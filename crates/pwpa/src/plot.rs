@@ -44,19 +44,14 @@ fn perr(e: impl std::fmt::Display) -> Error {
     Error::InvalidArgument(format!("cannot draw the plot: {e}"))
 }
 
-/// ULP distance of `got` from the correctly rounded `want` in type `dt`.
+/// ULP error of `got` rounded into `dt` against `want`, as the error report counts it
+/// ([`crate::metrics::ulp_error`]: |got − f| in units of the type's ULP at f).
 fn ulps(dt: DType, got: f32, want: f64) -> f64 {
+    use crate::metrics::ulp_error;
     match dt {
-        DType::F32 => {
-            let w = want as f32;
-            ((got as f64 - w as f64) / <f32 as Element>::ulp_at(w as f64)).abs()
-        }
-        _ => match crate::fit::verify::round_f64(dt, want) {
-            Some(r) => {
-                crate::fit::verify::ulp_distance(crate::fit::verify::round_f32(dt, got), r) as f64
-            }
-            None => 0.0,
-        },
+        DType::F32 => ulp_error(got, want),
+        DType::F16 => ulp_error(<half::f16 as Element>::from_f32(got), want),
+        DType::BF16 => ulp_error(<half::bf16 as Element>::from_f32(got), want),
     }
 }
 
