@@ -182,11 +182,4 @@ def random_table():
     )
 
 
-def fit_or_skip(*args, **kwargs):
-    """pwpa.fit, skipping the test only while the fitter (or the piece it needs) is a stub."""
-    try:
-        return pwpa.fit(*args, **kwargs)
-    except pwpa.PwpaError as e:
-        if "not yet implemented" in str(e):
-            pytest.skip(f"fitter not merged yet: {e}")
-        raise
+

@@ -1,5 +1,4 @@
-"""pwpa.fit: argument handling (works now) and fits (skipped only while the fitter
-reports 'not yet implemented'; they run for real once it lands)."""
+"""pwpa.fit: argument handling and fits, checked against independent f64 references."""
 
 import math
 
@@ -8,7 +7,7 @@ import pytest
 import torch
 
 import pwpa
-from conftest import all_16bit, fit_or_skip, sigmoid64
+from conftest import all_16bit, sigmoid64
 
 
 def catalogue_or_skip(name):
@@ -45,8 +44,8 @@ def test_bad_targets():
 
 
 def test_every_option_reaches_the_fitter():
-    # Passes every FitOptions field; the fitter (or its stub) answers.
-    t = fit_or_skip(
+    # Passes every FitOptions field; each one shows in the table.
+    t = pwpa.fit(
         "tanh", range=(-4, 4), partitions=8, degree=3, method="minimax", breakpoints="adaptive",
         error="abs", max_error=None, exact=None, continuous=True, exp_tails=False,
         left_tail=-1.0, right_tail=("constant", 1.0), vary_degree=False, max_partitions=64,
@@ -58,19 +57,19 @@ def test_every_option_reaches_the_fitter():
 
 
 def test_minimax_fit_of_sigmoid_is_accurate():
-    t = fit_or_skip("sigmoid", partitions=16, degree=3)
+    t = pwpa.fit("sigmoid", partitions=16, degree=3)
     xs = np.linspace(*t.range, 200001).astype(np.float32)
     err = np.max(np.abs(t(xs).astype(np.float64) - sigmoid64(xs)))
     assert err < 1e-4
     r = t.report()  # the fitted table records its function
     assert r["max_abs"] == pytest.approx(err, rel=0.5)
-    lsq = fit_or_skip("sigmoid", partitions=16, degree=3, method="lsq", breakpoints="uniform")
+    lsq = pwpa.fit("sigmoid", partitions=16, degree=3, method="lsq", breakpoints="uniform")
     err_lsq = np.max(np.abs(lsq(xs).astype(np.float64) - sigmoid64(xs)))
     assert err <= err_lsq
 
 
 def test_max_error_goal():
-    t = fit_or_skip("tanh", degree=3, max_error=1e-5)
+    t = pwpa.fit("tanh", degree=3, max_error=1e-5)
     xs = np.linspace(*t.range, 100001).astype(np.float32)
     assert np.max(np.abs(t(xs).astype(np.float64) - np.tanh(xs.astype(np.float64)))) <= 1e-5 * 1.01
 
@@ -91,7 +90,7 @@ def _correctly_rounded_bf16(y64, got_bits):
 @pytest.mark.parametrize("name, ref", [("tanh", np.tanh), ("sigmoid", sigmoid64)])
 def test_bf16_exact_fit_is_correctly_rounded_everywhere(name, ref):
     # `exact` covers the range; exp2 tails make the decaying side exact too (every finite input).
-    t = fit_or_skip(name, exact="bf16", exp_tails=True)
+    t = pwpa.fit(name, exact="bf16", exp_tails=True)
     xs = all_16bit("bf16")
     xs = xs[np.isfinite(xs)]
     y = t(torch.from_numpy(xs).bfloat16())
@@ -106,14 +105,14 @@ def test_gelu_and_silu_fit_when_in_catalogue():
         ("silu", lambda v: v * sigmoid64(v)),
     ):
         catalogue_or_skip(name)
-        t = fit_or_skip(name, partitions=32, degree=3)
+        t = pwpa.fit(name, partitions=32, degree=3)
         xs = np.linspace(*t.range, 20001).astype(np.float32)
         assert np.max(np.abs(t(xs).astype(np.float64) - ref(xs.astype(np.float64)))) < 1e-4
 
 
 def test_fit_from_samples():
     xs = np.linspace(-3, 3, 2001)
-    t = fit_or_skip((xs, np.sin(xs)), partitions=8, degree=4)
+    t = pwpa.fit((xs, np.sin(xs)), partitions=8, degree=4)
     q = np.linspace(-2.9, 2.9, 999).astype(np.float32)
     assert np.max(np.abs(t(q) - np.sin(q.astype(np.float64)))) < 1e-3
 
