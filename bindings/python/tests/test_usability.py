@@ -196,3 +196,120 @@ def test_export_c_header_and_memh(tmp_path):
     assert not (tmp_path / "t.txt").exists() and not (tmp_path / "t.h").exists()
     with pytest.raises(pwpa.PwpaIOError):
         t.export(tmp_path / "no" / "dir" / "t.h")
+
+
+# ---- session 17: findings of a user-testing pass -------------------------------------
+
+
+def test_report_samples_are_checked():
+    t = pwpa.fit("tanh", partitions=4)
+    for bad in (10**12, -1, 0, 1, 2.5, True, "100"):
+        with pytest.raises(pwpa.ArgumentError, match="samples must be an integer"):
+            t.report(samples=bad)
+    # 1000 evenly spaced points plus the breakpoints and their neighbours.
+    assert 1000 <= t.report(samples=1000)["in_range"]["points"] <= 1000 + 3 * 5
+
+
+def test_assigning_a_modules_table_switches_evaluation():
+    import pathlib
+
+    import pwpa.torch as pt
+
+    t1, t2 = pwpa.fit("gelu", partitions=8), pwpa.fit("tanh", partitions=8)
+    act = pt.PwPA(t1)
+    x = torch.linspace(-2, 2, 9)
+    assert torch.equal(act(x), t1(x))
+    act.table = t2
+    assert torch.equal(act(x), t2(x))
+    assert act.handle == t2.handle
+    fresh = pt.PwPA(t1)
+    fresh.load_state_dict(act.state_dict())
+    assert torch.equal(fresh(x), t2(x))
+    # A path, as a str or a pathlib.Path.
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = pathlib.Path(d) / "t.json"
+        t2.save(path)
+        assert torch.equal(pt.PwPA(path)(x), t2(x))
+        act.table = str(path)
+        assert torch.equal(act(x), t2(x))
+
+
+def test_non_tensors_to_the_torch_entry_points_are_named():
+    import pwpa.torch as pt
+
+    t = pwpa.fit("tanh", partitions=4)
+    with pytest.raises(pwpa.ArgumentError, match="takes a torch tensor, got ndarray"):
+        pt.PwPA(t)(np.zeros(3, np.float32))
+    with pytest.raises(pwpa.ArgumentError, match="takes a torch tensor, got list"):
+        pt.pwpa_eval([1.0], t)
+    with pytest.raises(pwpa.ArgumentError, match="pwpa.Table or its handle"):
+        pt.pwpa_eval(torch.zeros(3), "gelu")
+    # aos2soa/soa2aos take lists too (as numpy).
+    assert np.array_equal(pwpa.ops.aos2soa([[1, 2], [3, 4]], 1), np.array([[1, 3], [2, 4]], np.float32))
+
+
+def test_degenerate_coefficient_shapes_are_shape_errors():
+    for make in (
+        lambda: pwpa.Table([-1, 0, 1], np.empty((2, 0))),
+        lambda: pwpa.Table([-1, 0, 1], [1, 0, 2, 0], degree=-1),
+        lambda: pwpa.Table.from_seed(np.ones((2, 0)), [0, 1, 2]),
+        lambda: pwpa.ops.pwpa(torch.randn(10), torch.empty(4, 0), torch.linspace(-2, 2, 5)),
+    ):
+        with pytest.raises(pwpa.ShapeError):
+            make()
+    with pytest.raises(pwpa.ArgumentError, match="degree must be an integer"):
+        pwpa.Table([-1, 0, 1], [1, 0, 2, 0], degree=1.5)
+
+
+def test_equal_tables_hash_equal():
+    t = pwpa.fit("tanh", partitions=4)
+    u = pwpa.Table.from_json(t.to_json())
+    assert t == u and hash(t) == hash(u) and len({t, u}) == 1
+    assert hash(pwpa.fit("tanh", partitions=5)) != hash(t)
+
+
+def test_the_handle_registry_forgets_dead_tables():
+    import gc
+
+    base = pwpa.fit("tanh", partitions=4)
+    before = len(pwpa._REGISTRY)
+    for i in range(300):
+        c = base.coeffs.copy()
+        c[0, 0] += np.float32(i + 1)
+        pwpa.Table(base.breakpoints, c, anchors=list(base.anchors)).handle
+    gc.collect()
+    assert len(pwpa._REGISTRY) <= before + 1
+
+
+def test_out_under_torch_compile_matches_eager():
+    t = pwpa.fit("gelu", partitions=4)
+    x = torch.randn(5, 8)
+    for xd, od in [(torch.float32, torch.float32), (torch.float16, torch.float32), (torch.float32, torch.bfloat16)]:
+        xx = x.to(xd)
+
+        def f(v, od=od):
+            return t(v, out=torch.empty(v.shape, dtype=od))
+
+        got = torch.compile(f, fullgraph=True)(xx)
+        assert got.dtype == od
+        assert torch.equal(got, t(xx, out=torch.empty(xx.shape, dtype=od)))
+
+
+def test_fit_argument_consistency():
+    with pytest.raises(pwpa.ArgumentError, match="give max_error too"):
+        pwpa.fit("gelu", vary_degree=True)
+    with pytest.raises(pwpa.ArgumentError, match="'bf16' or 'f16'") as e:
+        pwpa.fit("gelu", exact=True)
+    assert "f32" not in str(e.value)
+    t = pwpa.fit("tanh", partitions=4)
+    with pytest.raises(pwpa.ArgumentError):
+        t.export("/tmp/pwpa-bad-name.h", name="1 bad name")
+
+
+def test_samples_fit_beyond_the_data_warns():
+    xs = np.linspace(-1, 1, 50)
+    with pytest.warns(pwpa.FitWarning, match="beyond the samples' span"):
+        t = pwpa.fit((xs, xs**2), range=(-5, 5), partitions=8)
+    assert "beyond" in t.meta["warning"]

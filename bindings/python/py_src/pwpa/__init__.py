@@ -67,12 +67,26 @@ __all__ = [
 
 TailSpec = Union[str, float, dict, tuple, None]
 
+_MAX_REPORT_SAMPLES = 1 << 26
+
 # Table handles for the torch custom op (an int is all torch.compile needs to carry).
 # A handle is a hash of the table's content (breakpoints, anchors, coefficients, tails;
 # not its metadata), so a graph saved by torch.export and loaded in another process
 # finds its table there once an identical table is loaded, and never picks a different
 # one. Every live Table with that content is registered under it (weakly).
 _REGISTRY: "dict[int, list[weakref.ref[Table]]]" = {}
+
+
+def _degree(degree: Any, coeffs: np.ndarray) -> int:
+    """A table's degree, given or inferred from the coefficients' shape."""
+    if isinstance(degree, bool) or not isinstance(degree, (int, np.integer)):
+        raise ArgumentError(f"degree must be an integer, got {degree!r}")
+    if degree < 0:
+        raise ShapeError(
+            f"coefficients of shape {coeffs.shape} give no polynomial (degree {degree}): "
+            "each piece needs at least one coefficient"
+        )
+    return int(degree)
 
 
 def _content_handle(doc: dict) -> int:
@@ -86,6 +100,20 @@ def _content_handle(doc: dict) -> int:
 # table loaded before an exported program runs is found without touching its handle).
 _UNHASHED: "list[weakref.ref[Table]]" = []
 _UNHASHED_LIMIT = 1024  # pruned of dead and hashed tables when it reaches this length
+
+
+def _forget(handle: int) -> "Callable[[weakref.ref[Table]], None]":
+    """A weakref callback: when a registered table dies, its entry goes (the list is
+    replaced, never mutated, so a lookup iterating the old one is unaffected)."""
+
+    def drop(_dead: "weakref.ref[Table]") -> None:
+        refs = [r for r in _REGISTRY.get(handle, ()) if r() is not None]
+        if refs:
+            _REGISTRY[handle] = refs
+        else:
+            _REGISTRY.pop(handle, None)
+
+    return drop
 
 
 def _live(handle: int) -> "Optional[Table]":
@@ -228,6 +256,7 @@ class Table:
                     f"cannot infer the degree from coefficients of shape {c.shape} and {p} partitions; "
                     "pass degree= or a (P, D+1) array"
                 )
+        degree = _degree(degree, c)
         flat = _f32_list(c, "coefficients")
         if layout == "soa":
             flat = _native.permute_layout(flat, p, int(degree), False)
@@ -337,7 +366,8 @@ class Table:
                     f"{c.size} coefficients do not split into {p} partitions "
                     f"({len(pts)} partition points)"
                 )
-        return cls._wrap(_native.Table.from_seed(_f32_list(c, "coefficients"), pts, int(degree)))
+        degree = _degree(degree, c)
+        return cls._wrap(_native.Table.from_seed(_f32_list(c, "coefficients"), pts, degree))
 
     def to_seed(self) -> Tuple[np.ndarray, np.ndarray, bool]:
         """(coeffs (P, D+1) float32 in global x, partition points float32, exact)."""
@@ -425,7 +455,7 @@ class Table:
         if self._handle is None:
             self._handle = _content_handle(self._doc())
             refs = [r for r in _REGISTRY.get(self._handle, ()) if r() is not None]
-            refs.append(weakref.ref(self))
+            refs.append(weakref.ref(self, _forget(self._handle)))
             _REGISTRY[self._handle] = refs
         return self._handle
 
@@ -439,8 +469,16 @@ class Table:
 
     def report(self, target: Optional[str] = None, dtype: Any = "f32", samples: Optional[int] = None) -> dict:
         """The error report against ``target`` (default: the function recorded in the
-        table) in output type ``dtype``, as a dict."""
-        return json.loads(self._native.report(target, _dtype_name(dtype), samples))
+        table) in output type ``dtype``, as a dict. ``samples``: evenly spaced points of
+        the range sweep (default 2^20, at most 2^26; every breakpoint is added)."""
+        if samples is not None and (
+            isinstance(samples, bool) or not isinstance(samples, (int, np.integer))
+            or not 2 <= samples <= _MAX_REPORT_SAMPLES
+        ):
+            raise ArgumentError(
+                f"samples must be an integer from 2 to {_MAX_REPORT_SAMPLES} (2^26), got {samples!r}"
+            )
+        return json.loads(self._native.report(target, _dtype_name(dtype), None if samples is None else int(samples)))
 
     def plot(
         self,
@@ -472,7 +510,9 @@ class Table:
             return NotImplemented
         return self._native == other._native
 
-    __hash__ = object.__hash__
+    def __hash__(self) -> int:
+        # Equal tables have equal content, hence equal handles (a hash of the content).
+        return self.handle
 
     def __repr__(self) -> str:
         return repr(self._native).replace("Table(", "pwpa.Table(", 1)
@@ -552,7 +592,8 @@ def fit(
     method: 'minimax' or 'lsq'. breakpoints: 'adaptive' or 'uniform'.
     error: 'abs' or 'rel' — the measure max_error and the fit use.
     max_error: smallest P (or D, with vary_degree=True) meeting this error.
-    exact: a dtype ('bf16', 'f16', 'f32'): correctly rounded for every input of it.
+    exact: 'bf16' or 'f16': correctly rounded for every input of that type in the range
+        (checked exhaustively; f32 has too many inputs to check).
     continuous: C0 at breakpoints. exp_tails: exp2 tails where the function decays.
     left_tail/right_tail: 'clamp', 'extend', a number, ('linear', a, b), ('constant', v)
         or a format dict; default the function's. max_partitions/max_degree: search limits.
@@ -586,8 +627,10 @@ def fit(
             raise ArgumentError(f"range must be (lo, hi), got {range!r}") from None
     if exact is not None:
         if isinstance(exact, bool):
-            raise ArgumentError("exact= takes a dtype: 'bf16', 'f16' or 'f32'")
+            raise ArgumentError("exact= takes a dtype: 'bf16' or 'f16'")
         exact = _dtype_name(exact)
+    if vary_degree and max_error is None:
+        raise ArgumentError("vary_degree=True searches the degree for max_error=: give max_error too")
     for name, v in (("partitions", partitions), ("degree", degree), ("max_partitions", max_partitions), ("max_degree", max_degree)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ArgumentError(f"{name} must be a non-negative integer (got {v!r})")

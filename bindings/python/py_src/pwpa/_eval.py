@@ -226,6 +226,24 @@ def _eval_numpy(table: Any, x: Any, out: Any) -> Any:
     return y
 
 
+def _compiled_into(table: Any, x: Any, out: Any) -> Any:
+    """``table(x, out=y)`` under torch.compile: the op, then ``y.copy_`` (which Dynamo
+    traces). The same values as eagerly: in f32 and rounded once into y's dtype."""
+    from . import torch as pwpa_torch  # registers the custom op
+
+    torch = _torch()
+    if not isinstance(out, torch.Tensor):
+        raise ArgumentError(f"out must be a torch tensor like x, got {type(out).__name__}")
+    if out.shape != x.shape:
+        raise ShapeError(f"out has shape {tuple(out.shape)} but x has shape {tuple(x.shape)}")
+    if out.device != x.device:
+        raise DeviceError(f"x is on {x.device} but out is on {out.device}")
+    if out.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise DTypeError(f"out has dtype {out.dtype}; supported: float32, float16, bfloat16")
+    src = x if out.dtype == x.dtype else x.to(torch.float32)
+    return out.copy_(pwpa_torch.pwpa_eval(src, table))
+
+
 def eval_array(table: Any, x: Any, out: Any = None) -> Any:
     """``table(x, out=None)`` for every supported input kind."""
     if _is_tensor(x):
@@ -236,6 +254,8 @@ def eval_array(table: Any, x: Any, out: Any = None) -> Any:
                     "table(x, out=y) does not support automatic differentiation (like PyTorch's out= "
                     "functions): call table(x) instead, or use torch.no_grad()"
                 )
+            if torch.compiler.is_compiling():
+                return _compiled_into(table, x, out)
             return eval_tensor_into(table, x, out)
         from . import torch as pwpa_torch  # registers the custom op
 

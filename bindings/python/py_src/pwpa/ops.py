@@ -68,6 +68,10 @@ def _table(coeffs: Any, partition_points: Any, aos: bool) -> Table:
         )
     p = pts.size - 1
     c = _host_f32(coeffs, "coeffs")
+    if c.size == 0:
+        raise ShapeError(
+            f"coeffs of shape {tuple(c.shape)} are empty: each of the {p} partitions needs D+1 >= 1 coefficients"
+        )
     if c.ndim == 2:
         rows, cols = c.shape
         if aos and rows != p:
@@ -136,6 +140,8 @@ def _check_degree(D: Any) -> int:
 def _permute(coeffs: Any, D: Any, to_soa: bool) -> Any:
     d = _check_degree(D)
     n = d + 1
+    if not (_is_tensor(coeffs) or isinstance(coeffs, np.ndarray)):
+        coeffs = np.asarray(coeffs, dtype=np.float32)
     shape = tuple(coeffs.shape)
     size = int(np.prod(shape)) if shape else 1
     if len(shape) not in (1, 2) or size == 0 or size % n != 0:

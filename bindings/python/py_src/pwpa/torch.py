@@ -22,6 +22,7 @@ memory order, without a copy.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Dict, Mapping, Union
 
 import torch
@@ -244,9 +245,23 @@ def _apply(x: torch.Tensor, handle: int) -> torch.Tensor:
     return _Eval.apply(x, handle)
 
 
+def _check_tensor(x: Any, who: str) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise ArgumentError(
+            f"{who} takes a torch tensor, got {type(x).__name__} "
+            "(evaluate numpy arrays and numbers with table(x))"
+        )
+
+
 def pwpa_eval(x: torch.Tensor, table: Union[Table, int]) -> torch.Tensor:
     """Evaluates a table on a tensor (autograd to any order, torch.compile, torch.func)."""
-    handle = table.handle if isinstance(table, Table) else int(table)
+    _check_tensor(x, "pwpa_eval")
+    if isinstance(table, Table):
+        handle = table.handle
+    elif isinstance(table, int) and not isinstance(table, bool):
+        handle = table
+    else:
+        raise ArgumentError(f"pwpa_eval takes a pwpa.Table or its handle (an int), got {type(table).__name__}")
     return _apply(x, handle)
 
 
@@ -365,10 +380,10 @@ def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.
     return y, dy
 
 
-def _as_table(table: Union[Table, str, Any]) -> Table:
+def _as_table(table: Union[Table, str, "os.PathLike[str]", Any]) -> Table:
     if isinstance(table, Table):
         return table
-    if isinstance(table, str):
+    if isinstance(table, (str, os.PathLike)):
         return Table.load(table)
     raise TypeError(f"expected a pwpa.Table or a path to a table file, got {type(table).__name__}")
 
@@ -381,31 +396,42 @@ class PwPA(nn.Module):
     with ``state_dict()`` (as JSON extra state).
     """
 
-    def __init__(self, table: Union[Table, str]) -> None:
-        super().__init__()
-        self._set(_as_table(table))
+    # TorchScript compiles a module's properties unless told not to; `table` is Python-only.
+    __jit_unused_properties__ = ["table"]
 
-    def _set(self, table: Table) -> None:
+    def __init__(self, table: Union[Table, str, "os.PathLike[str]"]) -> None:
+        super().__init__()
         self.table = table
-        self.handle = table.handle
+
+    @property
+    def table(self) -> Table:
+        """The table; assigning one (a Table or a table file path) switches to it."""
+        return self._table
+
+    @table.setter
+    def table(self, table: Union[Table, str, "os.PathLike[str]"]) -> None:
+        t = _as_table(table)
+        self._table = t
+        self.handle = t.handle
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.jit.is_scripting() or torch.jit.is_tracing():
             # TorchScript records the op itself (with its first-order autograd).
             return torch.ops.pwpa.eval(x, self.handle)
+        _check_tensor(x, "PwPA")
         return _apply(x, self.handle)
 
     def __setstate__(self, state: Any) -> None:
         # copy.deepcopy and pickling (torch.save(model)) give a new Table: take its
         # handle, not the original's (which dies with the original table).
         super().__setstate__(state)
-        self._set(self.table)
+        self.table = self._table
 
     def get_extra_state(self) -> Any:
         return {"pwpa_table": self.table.to_json()}
 
     def set_extra_state(self, state: Any) -> None:
-        self._set(Table.from_json(state["pwpa_table"]))
+        self.table = Table.from_json(state["pwpa_table"])
 
     def extra_repr(self) -> str:
         meta = self.table.meta
