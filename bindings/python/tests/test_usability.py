@@ -313,3 +313,14 @@ def test_samples_fit_beyond_the_data_warns():
     with pytest.warns(pwpa.FitWarning, match="beyond the samples' span"):
         t = pwpa.fit((xs, xs**2), range=(-5, 5), partitions=8)
     assert "beyond" in t.meta["warning"]
+
+
+def test_numpy_scalars_give_numpy_scalars_and_big_ints_evaluate():
+    t = pwpa.fit("tanh", partitions=4)
+    for v in (np.float32(0.5), np.float16(0.5)):
+        r = t(v)
+        assert isinstance(r, np.generic) and r.dtype == v.dtype
+        assert r == t(np.array([v]))[0]
+    assert t(10**40) == t(float("inf")) == 1.0 and t(-(10**40)) == -1.0
+    with pytest.raises(pwpa.ArgumentError, match="cannot evaluate a bool:"):
+        t(True)

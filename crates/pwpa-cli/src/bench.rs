@@ -851,6 +851,9 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     if a.device == Device::Cuda {
         return run_cuda(a);
     }
+    if a.unroll.is_some() {
+        bail!("--unroll sets the CUDA kernels' elements per thread: it needs --device cuda");
+    }
     if a.study || a.sweep {
         bail!("--study and --sweep time the CUDA kernels: they need --device cuda");
     }

@@ -204,9 +204,39 @@ struct ReportOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     dtype: Option<DType>,
     report: Option<&'a ErrorReport>,
-    /// What a fit chose and verified (P, D, errors measured on the f32 evaluator).
+    /// What a fit chose and verified (P, D, errors measured on the f32 evaluator), as
+    /// the text `pwpa fit` prints.
     #[serde(skip_serializing_if = "Option::is_none")]
     fit: Option<String>,
+    /// The same as fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fit_result: Option<FitResultOut>,
+}
+
+/// `pwpa fit --json`'s `fit_result`: the fit's choices and verified figures.
+#[derive(Serialize)]
+struct FitResultOut {
+    partitions: usize,
+    degree: usize,
+    /// "abs" or "rel": the measure of the two errors below.
+    measure: String,
+    /// Max error of the f64 pieces before rounding to f32.
+    fitted_error: f64,
+    /// Max error of the f32 table on the dense range sweep (2^20 points and breakpoints).
+    verified_error: f64,
+    verified_abs_error: f64,
+    /// Largest jump between neighbouring pieces at interior breakpoints.
+    max_jump: f64,
+    unconverged_pieces: usize,
+    range: (f32, f32),
+    /// The part of `range` covered by pieces (narrower when exp2 tails took over).
+    core: (f32, f32),
+    /// The exhaustive sweeps' type, and the sweeps (in range; all finite inputs).
+    checked_dtype: DType,
+    in_range: pwpa::fit::verify::Sweep,
+    all_finite: pwpa::fit::verify::Sweep,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
 }
 
 // ---------------------------------------------------------------- fit
@@ -298,7 +328,12 @@ pub struct FitArgs {
     #[arg(long, value_enum, default_value_t = MeasureArg::Abs)]
     error: MeasureArg,
     /// Find the smallest P (for the given D) whose max error is at most E.
-    #[arg(long, value_name = "E", conflicts_with = "exact", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "E",
+        conflicts_with = "exact",
+        allow_negative_numbers = true
+    )]
     max_error: Option<f64>,
     /// With --max-error: search the smallest D for the given P instead.
     #[arg(long, requires = "max_error")]
@@ -465,6 +500,25 @@ pub fn fit(a: &FitArgs) -> Result<()> {
     pb.finish_and_clear();
     let outcome = result.with_context(|| format!("cannot fit {}", target.name()))?;
     let fit_summary = outcome.to_string();
+    let fit_result = FitResultOut {
+        partitions: outcome.partitions,
+        degree: outcome.degree,
+        measure: match opts.measure {
+            ErrorMeasure::Absolute => "abs".into(),
+            ErrorMeasure::Relative => "rel".into(),
+        },
+        fitted_error: outcome.fitted_error,
+        verified_error: outcome.verified_error,
+        verified_abs_error: outcome.verified_abs_error,
+        max_jump: outcome.max_jump,
+        unconverged_pieces: outcome.unconverged_pieces,
+        range: outcome.range,
+        core: outcome.core,
+        checked_dtype: outcome.checked_dtype,
+        in_range: outcome.in_range.clone(),
+        all_finite: outcome.all_finite.clone(),
+        warning: outcome.warning.clone(),
+    };
     if let Some(w) = &outcome.warning {
         // On stderr, so that it shows with --json too.
         eprintln!("warning: {w}");
@@ -489,6 +543,7 @@ pub fn fit(a: &FitArgs) -> Result<()> {
             dtype: Some(dtype),
             report: Some(&report),
             fit: Some(fit_summary),
+            fit_result: Some(fit_result),
         };
         return crate::emit_beside(
             a.output.as_deref(),
@@ -586,6 +641,7 @@ pub fn info(a: &InfoArgs) -> Result<()> {
             dtype: report.as_ref().map(|_| a.dtype),
             report: report.as_ref(),
             fit: None,
+            fit_result: None,
         };
         return emit(&(serde_json::to_string_pretty(&o)? + "\n"));
     }

@@ -272,7 +272,15 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
         bail!("--points-out is for --to seed");
     }
     if !from_seed && a.points.is_some() {
-        bail!("--points is for a seed import from .npy; {} is a pwpa table", a.input.display());
+        bail!(
+            "--points is for a seed import from .npy; {} is a pwpa table",
+            a.input.display()
+        );
+    }
+    if a.to != To::Seed && is_npy(&a.output) {
+        bail!(
+            "a pwpa table is JSON: write it to a .json file (.npy output is for --to seed with --points-out)"
+        );
     }
     if a.to == To::Seed {
         match &a.points_out {

@@ -1384,10 +1384,7 @@ fn output_to_stdout_carries_only_the_data() {
     assert_eq!(o.stdout, f32_bytes(&want), "exactly the raw f32 results");
     let o = pwpa(&["convert", p(&tp), "--to", "soa", "-o", "-"]);
     ok(&o);
-    assert_eq!(
-        pwpa::format::from_json(&stdout(&o)).unwrap().1,
-        Layout::Soa
-    );
+    assert_eq!(pwpa::format::from_json(&stdout(&o)).unwrap().1, Layout::Soa);
     let o = pwpa(&["export", p(&tp), "-o", "-", "--format", "c"]);
     ok(&o);
     let h = stdout(&o);
@@ -1400,7 +1397,16 @@ fn fit_edge_cases_fail_cleanly() {
     let out = d.path("t.json");
     // Fewer f32 values in the range than breakpoints.
     fails(
-        &pwpa(&["fit", "tanh", "--range", "1,1.000001", "-P", "16", "-o", p(&out)]),
+        &pwpa(&[
+            "fit",
+            "tanh",
+            "--range",
+            "1,1.000001",
+            "-P",
+            "16",
+            "-o",
+            p(&out),
+        ]),
         &["only 9 f32 values", "at most 8 partitions"],
         &[&out],
     );
@@ -1411,13 +1417,28 @@ fn fit_edge_cases_fail_cleanly() {
         &[&out],
     );
     fails(
-        &pwpa(&["fit", "gelu", "--max-partitions", "0", "--max-error", "1e-3"]),
+        &pwpa(&[
+            "fit",
+            "gelu",
+            "--max-partitions",
+            "0",
+            "--max-error",
+            "1e-3",
+        ]),
         &["at least 1"],
         &[],
     );
     // Negative numbers reach the value checks instead of being taken for flags.
-    fails(&pwpa(&["fit", "tanh", "--max-error", "-1"]), &["positive"], &[]);
-    fails(&pwpa(&["fit", "tanh", "-P", "-1"]), &["invalid value '-1'"], &[]);
+    fails(
+        &pwpa(&["fit", "tanh", "--max-error", "-1"]),
+        &["positive"],
+        &[],
+    );
+    fails(
+        &pwpa(&["fit", "tanh", "-P", "-1"]),
+        &["invalid value '-1'"],
+        &[],
+    );
     // Expressions: a leading '-', and clear parse errors.
     let o = pwpa(&["fit", "-x^2", "-P", "2", "-o", p(&out)]);
     ok(&o);
@@ -1431,7 +1452,11 @@ fn fit_edge_cases_fail_cleanly() {
         ("sin(x,2)", vec!["takes 1 argument (got 2)"]),
         ("x,1", vec!["',' separates"]),
     ] {
-        fails(&pwpa(&["fit", "-P", "2", "-o", p(&out), "--", e]), &needles, &[&out]);
+        fails(
+            &pwpa(&["fit", "-P", "2", "-o", p(&out), "--", e]),
+            &needles,
+            &[&out],
+        );
     }
 }
 
@@ -1444,7 +1469,11 @@ fn bench_refuses_what_it_cannot_allocate() {
         &["host memory"],
         &[],
     );
-    fails(&pwpa(&["bench", p(&tp), "--normal", "-1"]), &["positive"], &[]);
+    fails(
+        &pwpa(&["bench", p(&tp), "--normal", "-1"]),
+        &["positive"],
+        &[],
+    );
 }
 
 #[test]
@@ -1452,7 +1481,16 @@ fn samples_tables_plot_and_warn_beyond_the_data() {
     let d = Dir::new();
     let csv = d.write("s.csv", "0,0\n1,1\n2,4\n3,9\n4,16\n");
     let out = d.path("u.json");
-    let o = pwpa(&["fit", "--samples", p(&csv), "--range=-10,10", "-P", "4", "-o", p(&out)]);
+    let o = pwpa(&[
+        "fit",
+        "--samples",
+        p(&csv),
+        "--range=-10,10",
+        "-P",
+        "4",
+        "-o",
+        p(&out),
+    ]);
     ok(&o);
     assert!(
         stderr(&o).contains("beyond the samples' span [0, 4]"),
@@ -1523,9 +1561,58 @@ fn inexact_seed_export_says_how_far_it_is() {
         .map(|i| lo + (hi - lo) * i as f32 / 100_000.0)
         .map(|x| (t.eval_f32(x) as f64 - seed.eval_f32(x) as f64).abs())
         .fold(0.0, f64::max);
-    assert!(diff > 0.0 && worst <= diff * 1.05 && worst >= diff * 0.5, "{diff} vs {worst}");
+    assert!(
+        diff > 0.0 && worst <= diff * 1.05 && worst >= diff * 0.5,
+        "{diff} vs {worst}"
+    );
     // Bad --points-out combinations fail before any warning.
     let o = pwpa(&["convert", p(&tp), "--to", "seed", "-o", p(&d.path("c.npy"))]);
     fails(&o, &["--points-out"], &[]);
     assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+}
+
+#[test]
+fn fit_json_has_the_results_as_fields() {
+    let o = pwpa(&["fit", "tanh", "-P", "4", "-D", "3", "--json"]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let r = &v["fit_result"];
+    assert_eq!(
+        (r["partitions"].as_u64(), r["degree"].as_u64()),
+        (Some(4), Some(3))
+    );
+    assert_eq!(r["measure"], "abs");
+    // The verified error is the table's: check it against an independent sweep of the
+    // table written by the same fit.
+    let d = Dir::new();
+    let out = d.path("t.json");
+    ok(&pwpa(&["fit", "tanh", "-P", "4", "-D", "3", "-o", p(&out)]));
+    let t = pwpa::format::load(&out).unwrap();
+    let worst = (0..=200_000)
+        .map(|i| -10.0 + 20.0 * i as f64 / 200_000.0)
+        .map(|x| (t.eval_f32(x as f32) as f64 - (x as f32 as f64).tanh()).abs())
+        .fold(0.0, f64::max);
+    let e = r["verified_abs_error"].as_f64().unwrap();
+    assert!((e - worst).abs() <= 0.02 * worst, "{e} vs {worst}");
+    assert_eq!(
+        r["in_range"]["inputs"].as_u64().map(|n| n > 30_000),
+        Some(true)
+    );
+}
+
+#[test]
+fn options_that_do_not_apply_are_refused() {
+    let d = Dir::new();
+    let tp = d.table("t.json", &sample_table(), Layout::Aos);
+    fails(
+        &pwpa(&["bench", p(&tp), "--unroll", "2"]),
+        &["--device cuda"],
+        &[],
+    );
+    let out = d.path("x.npy");
+    fails(
+        &pwpa(&["convert", p(&tp), "--to", "aos", "-o", p(&out)]),
+        &["a pwpa table is json"],
+        &[&out],
+    );
 }

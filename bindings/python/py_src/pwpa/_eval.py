@@ -180,8 +180,11 @@ def check_device(device: Any) -> None:
 
 def _eval_numpy(table: Any, x: Any, out: Any) -> Any:
     scalar = False
+    np_scalar = False
     if not isinstance(x, np.ndarray):
         if isinstance(x, np.generic) and not isinstance(x, float):
+            # A numpy scalar gives a numpy scalar of its type, as numpy's ufuncs do.
+            np_scalar = True
             x = np.asarray(x)
         else:
             # Python numbers (np.float64 scalars are Python floats) and sequences of
@@ -193,12 +196,16 @@ def _eval_numpy(table: Any, x: Any, out: Any) -> Any:
                 raise ArgumentError(f"cannot evaluate a {what}: {hint}")
             try:
                 scalar = np.ndim(x) == 0
+                if isinstance(x, int) and not isinstance(x, bool):
+                    x = float(x)  # beyond int64 too; beyond f32's range it evaluates as ±Inf
                 a = np.asarray(x)
-            except (TypeError, ValueError) as e:
+            except (TypeError, ValueError, OverflowError) as e:
                 raise ArgumentError(f"cannot evaluate a {what}: {e}") from None
             if a.dtype.kind not in "fiu":
-                raise ArgumentError(f"cannot evaluate a {what} of {a.dtype} values: {hint}")
-            x = a.astype(np.float32)
+                of = "" if scalar else f" of {a.dtype} values"
+                raise ArgumentError(f"cannot evaluate a {what}{of}: {hint}")
+            with np.errstate(over="ignore"):  # beyond f32's range: ±Inf, like torch.tensor
+                x = a.astype(np.float32)
     xd = _np_code(x.dtype, "input")
     if not x.dtype.isnative:
         x = x.astype(x.dtype.newbyteorder("="))
@@ -223,6 +230,8 @@ def _eval_numpy(table: Any, x: Any, out: Any) -> Any:
         y[...] = target
     if scalar and out is None:
         return float(y)
+    if np_scalar and out is None:
+        return y[()]
     return y
 
 
