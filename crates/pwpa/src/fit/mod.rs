@@ -358,7 +358,7 @@ fn check_finite(name: &str, f: &(dyn Fn(f64) -> f64 + Sync), lo: f64, hi: f64) -
             lo + (hi - lo) * i as f64 / n as f64
         };
         let v = f(x);
-        if !(v.abs() <= f32::MAX as f64) {
+        if v.is_nan() || v.abs() > f32::MAX as f64 {
             return Err(Error::NotFinite {
                 function: name.to_string(),
                 x,
