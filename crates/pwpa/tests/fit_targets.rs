@@ -1006,3 +1006,34 @@ fn unreachable_relative_goal_reports_the_f32_evaluators_error() {
         .unwrap_or_else(|| panic!("{m}"));
     assert!(measured > 1e-5, "{m}");
 }
+
+#[test]
+fn continuous_uniform_pieces_meet_at_the_nominal_breakpoints() {
+    // Uniform pieces are fitted on intervals widened by a few f32 ulps; they used to be
+    // pinned at the widened ends (tanh 16×1 on [-10, 10]: a jump of 3.1e-6 at 0).
+    let c = case("tanh");
+    let f = c.1;
+    let o = fit_function(
+        &func(&c, &f),
+        &FitOptions {
+            range: Some((-10.0, 10.0)),
+            partitions: 16,
+            degree: 1,
+            placement: Placement::Uniform,
+            continuous: true,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    let (t, b) = (&o.table, o.table.breakpoints());
+    let mut worst = 0.0f64;
+    for i in 1..b.partitions() {
+        let x = b.point(i) as f32;
+        let jump = (t.eval_piece(i - 1, x) as f64 - t.eval_piece(i, x) as f64).abs();
+        // Within a few f32 ulps of |tanh| ≤ 1 (the f32 coefficients and Horner).
+        assert!(jump <= 4.0 * f32::EPSILON as f64, "jump {jump:e} at {x}");
+        worst = worst.max(jump);
+    }
+    assert_eq!(o.max_jump, worst);
+}

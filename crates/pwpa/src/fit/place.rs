@@ -18,7 +18,8 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
     let results: Vec<_> = (0..p)
         .into_par_iter()
         .map(|i| {
-            let (mut a, mut b) = (pts[i], pts[i + 1]);
+            let (a0, b0) = (pts[i], pts[i + 1]);
+            let (mut a, mut b) = (a0, b0);
             if uniform {
                 // The index rule decides membership near nominal points: widen the
                 // interior ends by a few f32 ulps so every member is covered.
@@ -42,8 +43,10 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
                 b,
                 anchor: zero.unwrap_or(anchors_mid[i] as f64),
                 zero_anchored: zero.is_some(),
-                pin_left: ctx.continuous && i > 0,
-                pin_right: ctx.continuous && i + 1 < p,
+                // Pinned at the nominal breakpoints (inside a widened interval), where
+                // both neighbours interpolate f, so they meet there.
+                pin_left: (ctx.continuous && i > 0).then_some(a0),
+                pin_right: (ctx.continuous && i + 1 < p).then_some(b0),
             };
             let pf = fit_piece(ctx.f, &spec, d, ctx.method, ctx.measure);
             (spec.anchor as f32, pf)

@@ -21,10 +21,11 @@ pub(crate) struct PieceSpec {
     /// p(x) = (x − z) · q(x) with z = `anchor`, an exact zero of f: relative accuracy
     /// near it, and p(z) = 0 exactly.
     pub zero_anchored: bool,
-    /// Interpolate f at the left end (C0).
-    pub pin_left: bool,
-    /// Interpolate f at the right end (C0).
-    pub pin_right: bool,
+    /// Interpolate f here, at or next to the left end (C0): the nominal breakpoint,
+    /// which lies inside [a, b] when the interval was widened.
+    pub pin_left: Option<f64>,
+    /// The same at the right end.
+    pub pin_right: Option<f64>,
 }
 
 /// A fitted piece.
@@ -308,11 +309,10 @@ pub(crate) fn fit_piece(
     };
     // Pins: an end at z of a zero-anchored piece is already matched (p(z) = 0 = f(z)).
     let mut pins = Vec::new();
-    if spec.pin_left && !(zero && a == z) {
-        pins.push(-1.0);
-    }
-    if spec.pin_right && !(zero && b == z) {
-        pins.push(1.0);
+    for x in [spec.pin_left, spec.pin_right].into_iter().flatten() {
+        if !(zero && x == z) {
+            pins.push((x - m) / h);
+        }
     }
     while pins.len() > dq + 1 {
         pins.pop();
@@ -635,8 +635,8 @@ mod tests {
             b: 1.0,
             anchor: 0.5,
             zero_anchored: false,
-            pin_left: false,
-            pin_right: false,
+            pin_left: None,
+            pin_right: None,
         };
         let r = fit_piece(&f, &spec, 1, Method::Minimax, ErrorMeasure::Absolute);
         assert!((r.error - 0.105_933).abs() < 1e-5, "{}", r.error);

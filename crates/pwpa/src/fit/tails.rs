@@ -150,8 +150,8 @@ fn fit_exp2_tail_span(g: Func<'_>, end: f32, right: bool) -> Option<FittedTail> 
             b,
             anchor: endf,
             zero_anchored: false,
-            pin_left: false,
-            pin_right: false,
+            pin_left: None,
+            pin_right: None,
         };
         let pf = fit_piece(&lg, &spec, deg, Method::Minimax, ErrorMeasure::Absolute);
         let q: Vec<f32> = pf.coeffs.iter().map(|&c| c as f32).collect();
