@@ -20,7 +20,7 @@
 //!   and its two f32 neighbours inside the range;
 //! - each tail: [`TAIL_SAMPLES`] log-spaced points from the first f32 beyond the range
 //!   end out to ±f32::MAX, plus ±Inf;
-//! - for bf16 and f16: every finite input of the type ([`exhaustive`]), inside the
+//! - for bf16 and f16: every finite input of the type (−0 once, as +0) ([`exhaustive`]), inside the
 //!   range and over all finite inputs.
 
 use half::{bf16, f16};
@@ -367,11 +367,16 @@ pub struct ExhaustiveReference<U: Element16> {
 }
 
 impl<U: Element16> ExhaustiveReference<U> {
-    /// Evaluates `target` at every finite input of U (in parallel).
+    /// Evaluates `target` at every finite input of U (in parallel). −0 is the same
+    /// input as +0 (the index rule and f see one value) and is swept once, as the
+    /// fitter's exact sweeps do.
     pub fn new(target: &Target) -> Self {
         let xs: Vec<U> = (0..=u16::MAX)
             .map(U::from_bits16)
-            .filter(|x| x.to_f32().is_finite())
+            .filter(|x| {
+                let v = x.to_f32();
+                v.is_finite() && !(v == 0.0 && v.is_sign_negative())
+            })
             .collect();
         let refs: Vec<f64> = xs
             .par_iter()
@@ -382,7 +387,8 @@ impl<U: Element16> ExhaustiveReference<U> {
         ExhaustiveReference { xs, refs, rounded }
     }
 
-    /// The finite inputs, in bit-pattern order (+0 … +max, −0 … −max).
+    /// The finite inputs, in bit-pattern order (+0 … +max, then the negatives from the
+    /// smallest).
     pub fn inputs(&self) -> &[U] {
         &self.xs
     }
