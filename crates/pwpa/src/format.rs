@@ -301,13 +301,9 @@ pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| Error::InvalidArgument(format!("not a file path: {}", path.display())))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let tmp = temp_path(&dir, &name.to_string_lossy(), "");
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = std::fs::File::create_new(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -317,6 +313,15 @@ pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
         return Err(Error::io("cannot write", path, e));
     }
     Ok(())
+}
+
+/// A temporary file name in `dir` for `name`, unique across the threads and processes
+/// writing there (`.NAME.tmp-PID-N`), so that concurrent writers of one path never
+/// share a temporary file; created with `create_new`, it is never truncated under another.
+pub(crate) fn temp_path(dir: &Path, name: &str, suffix: &str) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    dir.join(format!(".{name}.tmp-{}-{n}{suffix}", std::process::id()))
 }
 
 /// Writes `bytes` to an existing non-regular file (a FIFO, a terminal, a pipe behind
@@ -332,6 +337,44 @@ fn write_stream(path: &Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_writing_one_path_never_publish_a_partial_file() {
+        // The temporary name used to be per process: threads of one process shared it,
+        // and a reader saw truncated files (and writers failed on its rename).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.json");
+        let bodies: Vec<Vec<u8>> = (0..4u8).map(|k| vec![b'a' + k; 200_000]).collect();
+        write_atomic(&path, &bodies[0]).unwrap();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                let mut reads = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let got = std::fs::read(&path).unwrap();
+                    assert!(
+                        bodies.contains(&got),
+                        "a partial file of {} bytes",
+                        got.len()
+                    );
+                    reads += 1;
+                }
+                reads
+            });
+            let writers: Vec<_> = bodies
+                .iter()
+                .map(|b| s.spawn(|| (0..50).map(|_| write_atomic(&path, b)).collect::<Vec<_>>()))
+                .collect();
+            let results: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            assert!(reader.join().unwrap() > 0);
+            for r in results.into_iter().flatten() {
+                r.unwrap();
+            }
+        });
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "temporary files left behind");
+    }
 
     fn sample() -> Table {
         let b = Breakpoints::arbitrary(vec![-3.0, -1.0, 0.25, 4.0]).unwrap();

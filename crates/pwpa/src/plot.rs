@@ -146,13 +146,13 @@ pub fn plot_fn(
         }
         "png" => {
             let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
-            let tmp = dir.unwrap_or(Path::new(".")).join(format!(
-                ".{}.tmp-{}.png",
-                path.file_name()
-                    .map(|s| s.to_string_lossy().to_string())
-                    .unwrap_or_default(),
-                std::process::id()
-            ));
+            let file = path
+                .file_name()
+                .map(|s| s.to_string_lossy().to_string())
+                .unwrap_or_default();
+            let tmp = crate::format::temp_path(dir.unwrap_or(Path::new(".")), &file, ".png");
+            // Fail early, with the OS's reason, where the image cannot be written.
+            std::fs::File::create_new(&tmp).map_err(|e| Error::io("cannot write", path, e))?;
             let res = {
                 let root = BitMapBackend::new(&tmp, (opts.width, opts.height)).into_drawing_area();
                 draw_all(

@@ -1037,3 +1037,25 @@ fn continuous_uniform_pieces_meet_at_the_nominal_breakpoints() {
     }
     assert_eq!(o.max_jump, worst);
 }
+
+#[test]
+fn coefficients_beyond_f32_are_reported() {
+    // f fits in f32 (≤ 3.4e38) but its higher coefficients do not; they are stored as 0,
+    // and the fit says so instead of handing over a silently wrong table.
+    let target = Target::parse("1e38*x^3").unwrap();
+    let o = fit_report(
+        &target,
+        &FitOptions {
+            range: Some((0.0, 1.5)),
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    let w = o.warning.as_deref().unwrap_or("");
+    assert!(w.contains("overflowed f32"), "{w}");
+    assert_eq!(o.table.meta["warning"], w);
+    // And a harmless fit has no such warning.
+    let o = fit_report(&Target::parse("tanh").unwrap(), &opts(), &|_| {}).unwrap();
+    assert!(o.warning.is_none());
+}

@@ -255,6 +255,8 @@ pub(crate) struct Pieces {
     errors: Vec<f64>,
     lower_bounds: Vec<f64>,
     unconverged: usize,
+    /// Coefficients whose f64 value overflowed f32 (stored as 0).
+    overflowed: usize,
 }
 
 impl Pieces {
@@ -550,7 +552,23 @@ pub fn fit_function(
     let max_jump = max_jump(&table);
     let in_range = verify::sweep_refs(&table, checked, &refs_in);
     let all_finite = verify::sweep_refs(&table, checked, &refs_all);
-    let warning = useless_warning(&table, f, &func.name, measure, lo32, hi32);
+    let overflow = (pieces.overflowed > 0).then(|| {
+        format!(
+            "{} coefficient{} overflowed f32 and {} stored as 0 (the table is far from {} \
+             there: scale the function down or narrow the range)",
+            pieces.overflowed,
+            if pieces.overflowed == 1 { "" } else { "s" },
+            if pieces.overflowed == 1 { "is" } else { "are" },
+            func.name
+        )
+    });
+    let warning = match (
+        useless_warning(&table, f, &func.name, measure, lo32, hi32),
+        overflow,
+    ) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
 
     let m = &mut table.meta;
     m.insert("function".into(), func.name.clone().into());

@@ -57,6 +57,7 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
     let mut errors = Vec::with_capacity(p);
     let mut lbs = Vec::with_capacity(p);
     let mut unconverged = 0;
+    let mut overflowed = 0;
     for (a, pf) in results {
         anchors.push(a);
         coeffs.extend(pf.coeffs.iter().map(|&c| {
@@ -64,6 +65,7 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
             if v.is_finite() {
                 v
             } else {
+                overflowed += 1;
                 0.0
             }
         }));
@@ -81,6 +83,7 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
         errors,
         lower_bounds: lbs,
         unconverged,
+        overflowed,
     }
 }
 
