@@ -284,7 +284,7 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
     }
     if a.to == To::Seed {
         match &a.points_out {
-            Some(_) if !is_npy(&a.output) || !a.points_out.as_deref().is_some_and(is_npy) => {
+            Some(p) if !is_npy(&a.output) || !is_npy(p) => {
                 bail!("with --points-out, both -o and --points-out must be .npy files")
             }
             None if is_npy(&a.output) => {
