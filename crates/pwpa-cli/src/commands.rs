@@ -219,7 +219,7 @@ struct FitResultOut {
     partitions: usize,
     degree: usize,
     /// "abs" or "rel": the measure of the two errors below.
-    measure: String,
+    measure: &'static str,
     /// Max error of the f64 pieces before rounding to f32.
     fitted_error: f64,
     /// Max error of the f32 table on the dense range sweep (2^20 points and breakpoints).
@@ -503,10 +503,7 @@ pub fn fit(a: &FitArgs) -> Result<()> {
     let fit_result = FitResultOut {
         partitions: outcome.partitions,
         degree: outcome.degree,
-        measure: match opts.measure {
-            ErrorMeasure::Absolute => "abs".into(),
-            ErrorMeasure::Relative => "rel".into(),
-        },
+        measure: opts.measure.name(),
         fitted_error: outcome.fitted_error,
         verified_error: outcome.verified_error,
         verified_abs_error: outcome.verified_abs_error,

@@ -9,6 +9,13 @@ fn opts() -> FitOptions {
     FitOptions::default()
 }
 
+/// Fits the local-reference case `name` with `o`.
+fn fit_case(name: &str, o: FitOptions) -> FitOutcome {
+    let c = case(name);
+    let f = c.1;
+    fit_function(&func(&c, &f), &o, &|_| {}).unwrap()
+}
+
 /// Independent dense sweep of max |table − f| over [lo, hi].
 fn max_abs(t: &Table, f: fn(f64) -> f64, lo: f64, hi: f64, n: usize) -> f64 {
     (0..=n)
@@ -893,18 +900,14 @@ fn relative_error_of_a_fit_ignores_subnormal_references_as_the_report_does() {
     // neighbours ±2^-149, where mish is ~0.6·2^-149 and no f32 result can be relatively
     // accurate. The fit's verified relative error counts only |f| ≥ 2^-126, like the
     // error report, so it is the error a user can act on, not 0.67 from one subnormal.
-    let c = case("mish");
-    let f = c.1;
-    let o = fit_function(
-        &func(&c, &f),
-        &FitOptions {
+    let o = fit_case(
+        "mish",
+        FitOptions {
             measure: ErrorMeasure::Relative,
             partitions: 24,
             ..opts()
         },
-        &|_| {},
-    )
-    .unwrap();
+    );
     let b = o.table.breakpoints();
     assert!(
         (0..=b.partitions()).any(|i| b.point(i) == 0.0),
@@ -945,11 +948,9 @@ fn relative_max_error_goal_is_met_for_a_function_with_a_zero() {
     // Before the relative measure ignored subnormal references, this search failed
     // ("1e-4 not reached … best found: 1.3e-7"): the ±2^-149 neighbours of the
     // breakpoint at 0 always measured 0.67.
-    let c = case("silu");
-    let f = c.1;
-    let o = fit_function(
-        &func(&c, &f),
-        &FitOptions {
+    let o = fit_case(
+        "silu",
+        FitOptions {
             measure: ErrorMeasure::Relative,
             goal: Goal::MaxError {
                 error: 1e-4,
@@ -957,9 +958,7 @@ fn relative_max_error_goal_is_met_for_a_function_with_a_zero() {
             },
             ..opts()
         },
-        &|_| {},
-    )
-    .unwrap();
+    );
     assert!(
         o.verified_error <= 1e-4 && o.partitions <= 64,
         "{} pieces",
@@ -1011,11 +1010,9 @@ fn unreachable_relative_goal_reports_the_f32_evaluators_error() {
 fn continuous_uniform_pieces_meet_at_the_nominal_breakpoints() {
     // Uniform pieces are fitted on intervals widened by a few f32 ulps; they used to be
     // pinned at the widened ends (tanh 16×1 on [-10, 10]: a jump of 3.1e-6 at 0).
-    let c = case("tanh");
-    let f = c.1;
-    let o = fit_function(
-        &func(&c, &f),
-        &FitOptions {
+    let o = fit_case(
+        "tanh",
+        FitOptions {
             range: Some((-10.0, 10.0)),
             partitions: 16,
             degree: 1,
@@ -1023,9 +1020,7 @@ fn continuous_uniform_pieces_meet_at_the_nominal_breakpoints() {
             continuous: true,
             ..opts()
         },
-        &|_| {},
-    )
-    .unwrap();
+    );
     let (t, b) = (&o.table, o.table.breakpoints());
     let mut worst = 0.0f64;
     for i in 1..b.partitions() {

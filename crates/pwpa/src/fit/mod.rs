@@ -49,7 +49,8 @@ pub enum ErrorMeasure {
 }
 
 impl ErrorMeasure {
-    fn name(self) -> &'static str {
+    /// "abs" or "rel" (as `--error` spells it).
+    pub fn name(self) -> &'static str {
         match self {
             ErrorMeasure::Absolute => "abs",
             ErrorMeasure::Relative => "rel",
