@@ -1,6 +1,7 @@
 //! `pwpa functions`, `fit`, `info` and `eval`.
 
 use std::fmt::Write as _;
+use std::io::Write as IoWrite;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -11,7 +12,7 @@ use pwpa::{bf16, f16, Breakpoints, DType, Element, Evaluator, Layout, Table, Tai
 use serde::Serialize;
 
 use crate::emit;
-use crate::npy::{self, Array, ArrayDType, Le};
+use crate::npy::{self, ArrayDType, ArrayReader, Le};
 use crate::progress;
 use crate::spec::{parse_dtype, parse_range, parse_tail, tail_spec, Range};
 
@@ -685,62 +686,90 @@ fn is_npy_name(p: &Path) -> bool {
     p.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"))
 }
 
-/// Evaluates `input` (little-endian T) into little-endian U bytes, in chunks with a progress bar.
-fn eval_typed<T: Element + Le, U: Element + Le>(ev: &Evaluator, input: &[u8]) -> Result<Vec<u8>> {
+/// Evaluates the rest of `input` (little-endian T) into little-endian U bytes on `out`,
+/// a million elements at a time (memory stays a few megabytes for any input size).
+fn eval_stream<T: Element + Le, U: Element + Le>(
+    ev: &Evaluator,
+    input: &mut ArrayReader,
+    out: &mut dyn IoWrite,
+    out_name: &str,
+) -> Result<u64> {
     const CHUNK: usize = 1 << 20;
-    let xs: Vec<T> = npy::decode(input);
-    let mut ys: Vec<U> = vec![U::from_f32(0.0); xs.len()];
-    let n = xs.len();
-    let pb = (n > 4 * CHUNK).then(|| progress::bar(n as u64, "evaluating"));
-    for (xc, yc) in xs.chunks(CHUNK).zip(ys.chunks_mut(CHUNK)) {
-        ev.eval(xc, yc)?;
+    let n = input.shape.as_ref().map(|s| s.iter().product::<usize>());
+    let pb = n
+        .filter(|&n| n > 4 * CHUNK)
+        .map(|n| progress::bar(n as u64, "evaluating"));
+    let (mut ib, mut ob) = (Vec::new(), Vec::new());
+    let (mut xs, mut ys): (Vec<T>, Vec<U>) = (Vec::new(), Vec::new());
+    let mut done = 0u64;
+    loop {
+        let m = input.next_chunk(&mut ib, CHUNK)?;
+        if m == 0 {
+            break;
+        }
+        xs.clear();
+        xs.extend(ib.chunks_exact(T::SIZE).map(T::from_le));
+        ys.resize(m, U::from_f32(0.0));
+        ev.eval(&xs, &mut ys)?;
+        ob.clear();
+        for &y in &ys {
+            y.put_le(&mut ob);
+        }
+        out.write_all(&ob)
+            .with_context(|| format!("cannot write {out_name}"))?;
+        done += m as u64;
         if let Some(pb) = &pb {
-            pb.inc(xc.len() as u64);
+            pb.inc(m as u64);
         }
     }
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
-    Ok(npy::encode(&ys))
+    Ok(done)
 }
 
-/// Evaluates an array's data with the table, into `out` elements.
-pub fn eval_array(ev: &Evaluator, a: &Array, out: DType) -> Result<Vec<u8>> {
+/// Evaluates an array's data with the table, into `out` elements, onto `w`.
+fn eval_into(
+    ev: &Evaluator,
+    input: &mut ArrayReader,
+    out: DType,
+    w: &mut dyn IoWrite,
+    out_name: &str,
+) -> Result<u64> {
     use DType::*;
-    let ArrayDType::Elem(inp) = a.dtype else {
+    let ArrayDType::Elem(inp) = input.dtype else {
         bail!(
             "cannot evaluate {} input; pwpa evaluates f32, f16 and bf16",
-            a.dtype
+            input.dtype
         )
     };
-    let d = &a.data;
     match (inp, out) {
-        (F32, F32) => eval_typed::<f32, f32>(ev, d),
-        (F32, F16) => eval_typed::<f32, f16>(ev, d),
-        (F32, BF16) => eval_typed::<f32, bf16>(ev, d),
-        (F16, F32) => eval_typed::<f16, f32>(ev, d),
-        (F16, F16) => eval_typed::<f16, f16>(ev, d),
-        (F16, BF16) => eval_typed::<f16, bf16>(ev, d),
-        (BF16, F32) => eval_typed::<bf16, f32>(ev, d),
-        (BF16, F16) => eval_typed::<bf16, f16>(ev, d),
-        (BF16, BF16) => eval_typed::<bf16, bf16>(ev, d),
+        (F32, F32) => eval_stream::<f32, f32>(ev, input, w, out_name),
+        (F32, F16) => eval_stream::<f32, f16>(ev, input, w, out_name),
+        (F32, BF16) => eval_stream::<f32, bf16>(ev, input, w, out_name),
+        (F16, F32) => eval_stream::<f16, f32>(ev, input, w, out_name),
+        (F16, F16) => eval_stream::<f16, f16>(ev, input, w, out_name),
+        (F16, BF16) => eval_stream::<f16, bf16>(ev, input, w, out_name),
+        (BF16, F32) => eval_stream::<bf16, f32>(ev, input, w, out_name),
+        (BF16, F16) => eval_stream::<bf16, f16>(ev, input, w, out_name),
+        (BF16, BF16) => eval_stream::<bf16, bf16>(ev, input, w, out_name),
     }
 }
 
-/// `pwpa eval`.
+/// `pwpa eval`: the input is read, evaluated and written a chunk at a time.
 pub fn eval(a: &EvalArgs) -> Result<()> {
     let (table, _) = load_table(&a.table)?;
     let raw_in = a.raw || is_raw_name(&a.input);
-    let arr = if raw_in {
+    let mut input = if raw_in {
         let Some(d) = a.dtype else {
             bail!(
                 "{} is read as a raw array: give its element type with --dtype f32|f16|bf16",
                 a.input.display()
             )
         };
-        npy::read_raw(&a.input, d)?
+        ArrayReader::raw(&a.input, d)?
     } else {
-        let arr = npy::read_npy(&a.input)?;
+        let arr = ArrayReader::npy(&a.input)?;
         if arr.dtype == ArrayDType::F64 {
             bail!(
                 "{}: unsupported dtype float64; pwpa evaluates float32 and float16 arrays (convert with x.astype(np.float32))",
@@ -758,7 +787,7 @@ pub fn eval(a: &EvalArgs) -> Result<()> {
         }
         arr
     };
-    let ArrayDType::Elem(in_dtype) = arr.dtype else {
+    let ArrayDType::Elem(in_dtype) = input.dtype else {
         unreachable!("f64 rejected above")
     };
     let out_dtype = a.out_dtype.unwrap_or(in_dtype);
@@ -770,19 +799,34 @@ pub fn eval(a: &EvalArgs) -> Result<()> {
     if !raw_out && out_dtype == DType::BF16 {
         bail!("the .npy format has no bfloat16 dtype; write bf16 output to a raw file (name ending in .bin or .raw)");
     }
+    let header = if raw_out {
+        None
+    } else {
+        let Some(shape) = &input.shape else {
+            bail!(
+                "a raw input from a stream has no known length, so it cannot become a .npy file: write the output raw (a name ending in .bin or .raw), or give the input as a file"
+            )
+        };
+        Some(npy::npy_bytes(ArrayDType::Elem(out_dtype), shape, &[])?)
+    };
     check_output_dir(&a.output)?;
     let ev = Evaluator::new(&table);
-    let data = eval_array(&ev, &arr, out_dtype)?;
-    let bytes = if raw_out {
-        data
+    let out_name = if a.output.as_os_str() == "-" {
+        "standard output".to_string()
     } else {
-        npy::npy_bytes(ArrayDType::Elem(out_dtype), &arr.shape, &data)?
+        a.output.display().to_string()
     };
-    crate::write_output(&a.output, &bytes)?;
+    let mut n = 0;
+    crate::write_output_with(&a.output, |w| {
+        if let Some(h) = &header {
+            w.write_all(h)
+                .with_context(|| format!("cannot write {out_name}"))?;
+        }
+        n = eval_into(&ev, &mut input, out_dtype, w, &out_name)?;
+        Ok(())
+    })?;
     eprintln!(
-        "wrote {} ({} {out_dtype} values{})",
-        a.output.display(),
-        arr.shape.iter().product::<usize>(),
+        "wrote {out_name} ({n} {out_dtype} values{})",
         if raw_out { ", raw little-endian" } else { "" }
     );
     Ok(())

@@ -93,6 +93,22 @@ pub(crate) fn write_output(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
     Ok(pwpa::format::write_atomic(path, bytes)?)
 }
 
+/// [`write_output`] for output produced piece by piece (`pwpa eval`): `write` gets a
+/// buffered writer on the temporary file, or on standard output for `-`.
+pub(crate) fn write_output_with(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    if path.as_os_str() == "-" {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+        write(&mut out)?;
+        return out
+            .flush()
+            .map_err(|e| anyhow::anyhow!("cannot write to standard output: {e}"));
+    }
+    pwpa::format::write_atomic_with(path, write)
+}
+
 /// Command output (reports, tables of numbers): on stdout, unless the command's output
 /// file is stdout itself, where it would corrupt the data (then on stderr).
 pub(crate) fn emit_beside(output: Option<&std::path::Path>, text: &str) -> Result<()> {
@@ -121,6 +137,13 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("error: internal error (a bug in pwpa, please report it): {info}");
     }));
+    // Ctrl-C (or SIGTERM) while an output file is being written: remove its temporary
+    // file, so an interrupted command leaves nothing behind, then exit as interrupted.
+    let _ = ctrlc::set_handler(|| {
+        pwpa::format::remove_pending_temp_files();
+        eprintln!("error: interrupted");
+        std::process::exit(130);
+    });
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,6 +5,7 @@
 //! arrays of f32, f16 and — for reading sample data — f64. Every malformed file
 //! gets an error naming the file and the problem.
 
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -153,40 +154,11 @@ pub fn read_npy(path: &Path) -> Result<Array> {
 
 /// Parses the bytes of a `.npy` file.
 pub fn parse_npy(bytes: &[u8]) -> Result<Array> {
-    if bytes.len() < 10 || &bytes[..6] != MAGIC {
-        bail!("it does not start with the .npy magic string \\x93NUMPY");
-    }
-    let (major, minor) = (bytes[6], bytes[7]);
-    let (header_len, start): (usize, usize) = match major {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        2 | 3 => {
-            if bytes.len() < 12 {
-                bail!("truncated header");
-            }
-            (
-                u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize,
-                12,
-            )
-        }
-        _ => bail!("unsupported .npy format version {major}.{minor}"),
-    };
-    let end = start
-        .checked_add(header_len)
-        .filter(|&e| e <= bytes.len())
-        .ok_or_else(|| anyhow::anyhow!("truncated header (needs {header_len} bytes)"))?;
-    let header = std::str::from_utf8(&bytes[start..end])
-        .map_err(|_| anyhow::anyhow!("the header is not text"))?;
-    let h = parse_header(header)?;
-    let count = h
-        .shape
-        .iter()
-        .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .ok_or_else(|| anyhow::anyhow!("shape {:?} is too large", h.shape))?;
-    let nbytes = count
-        .checked_mul(h.dtype.size())
-        .ok_or_else(|| anyhow::anyhow!("shape {:?} is too large", h.shape))?;
-    let data = &bytes[end..];
-    if data.len() < nbytes {
+    let mut r = bytes;
+    let (h, _) = read_header(&mut r)?;
+    let nbytes = data_bytes(&h)?;
+    let data = r;
+    if (data.len() as u64) < nbytes {
         bail!(
             "truncated data: shape {:?} of {} needs {} bytes, the file has {}",
             h.shape,
@@ -195,10 +167,10 @@ pub fn parse_npy(bytes: &[u8]) -> Result<Array> {
             data.len()
         );
     }
-    if data.len() > nbytes {
+    if data.len() as u64 > nbytes {
         bail!(
             "{} unexpected bytes after the data of shape {:?}",
-            data.len() - nbytes,
+            data.len() as u64 - nbytes,
             h.shape
         );
     }
@@ -207,6 +179,214 @@ pub fn parse_npy(bytes: &[u8]) -> Result<Array> {
         shape: h.shape,
         data: data.to_vec(),
     })
+}
+
+/// Reads a `.npy` header from `r`, leaving it at the first data byte; also the bytes
+/// read (the data's offset in the file).
+fn read_header(r: &mut dyn Read) -> Result<(Header, u64)> {
+    let mut pre = [0u8; 10];
+    let got = read_full(r, &mut pre)?;
+    if got < 10 || &pre[..6] != MAGIC {
+        bail!("it does not start with the .npy magic string \\x93NUMPY");
+    }
+    let (major, minor) = (pre[6], pre[7]);
+    let mut start = 10u64;
+    let header_len = match major {
+        1 => u16::from_le_bytes([pre[8], pre[9]]) as usize,
+        2 | 3 => {
+            start = 12;
+            let mut more = [0u8; 2];
+            if read_full(r, &mut more)? < 2 {
+                bail!("truncated header");
+            }
+            u32::from_le_bytes([pre[8], pre[9], more[0], more[1]]) as usize
+        }
+        _ => bail!("unsupported .npy format version {major}.{minor}"),
+    };
+    // numpy writes headers of a few hundred bytes; a bound keeps a corrupt length from
+    // allocating gigabytes.
+    if header_len > 1 << 20 {
+        bail!("a header of {header_len} bytes is not plausible (corrupt file?)");
+    }
+    let mut header = vec![0u8; header_len];
+    if read_full(r, &mut header)? < header_len {
+        bail!("truncated header (needs {header_len} bytes)");
+    }
+    let header =
+        std::str::from_utf8(&header).map_err(|_| anyhow::anyhow!("the header is not text"))?;
+    Ok((parse_header(header)?, start + header_len as u64))
+}
+
+/// Bytes of data the header's shape and dtype need.
+fn data_bytes(h: &Header) -> Result<u64> {
+    h.shape
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
+        .and_then(|n| n.checked_mul(h.dtype.size() as u64))
+        .filter(|&n| usize::try_from(n).is_ok())
+        .ok_or_else(|| anyhow::anyhow!("shape {:?} is too large", h.shape))
+}
+
+/// Reads until `buf` is full or the input ends; the number of bytes read.
+fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(got)
+}
+
+/// An array file opened for reading its data in pieces (`pwpa eval`): element type,
+/// shape, and a reader at the first data byte. A regular file's size is checked against
+/// the shape when it is opened; a stream's (standard input, a pipe) as it is read.
+pub struct ArrayReader {
+    /// Element type.
+    pub dtype: ArrayDType,
+    /// Shape (empty for a 0-d array; one dimension for a raw file); `None` for a raw
+    /// stream, whose length is known only at its end.
+    pub shape: Option<Vec<usize>>,
+    name: String,
+    // Bytes of data still to read (`None`: a raw stream, read to its end).
+    left: Option<u64>,
+    // A .npy stream: check for bytes after the data at its end.
+    check_end: bool,
+    reader: Box<dyn Read>,
+}
+
+fn open_input(path: &Path) -> Result<(Box<dyn Read>, Option<u64>)> {
+    if path.as_os_str() == "-" {
+        return Ok((Box::new(std::io::stdin()), None));
+    }
+    let f = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let m = f
+        .metadata()
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if m.is_dir() {
+        bail!("cannot read {}: it is a directory", path.display());
+    }
+    let size = m.is_file().then_some(m.len());
+    Ok((
+        Box::new(std::io::BufReader::with_capacity(1 << 20, f)),
+        size,
+    ))
+}
+
+fn input_name(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+impl ArrayReader {
+    /// Opens a `.npy` file (`-`: standard input) and reads its header.
+    pub fn npy(path: &Path) -> Result<ArrayReader> {
+        let name = input_name(path);
+        let (mut reader, size) = open_input(path)?;
+        let what = || format!("{name} is not a usable .npy file");
+        let (h, start) = read_header(&mut reader).with_context(what)?;
+        let nbytes = data_bytes(&h).with_context(what)?;
+        if let Some(size) = size {
+            let have = size.saturating_sub(start);
+            if have < nbytes {
+                bail!(
+                    "{}: truncated data: shape {:?} of {} needs {} bytes, the file has {}",
+                    what(),
+                    h.shape,
+                    h.dtype,
+                    nbytes,
+                    have
+                );
+            }
+            if have > nbytes {
+                bail!(
+                    "{}: {} unexpected bytes after the data of shape {:?}",
+                    what(),
+                    have - nbytes,
+                    h.shape
+                );
+            }
+        }
+        Ok(ArrayReader {
+            dtype: h.dtype,
+            shape: Some(h.shape),
+            name,
+            left: Some(nbytes),
+            check_end: size.is_none(),
+            reader,
+        })
+    }
+
+    /// Opens a raw little-endian file of `dtype` elements (`-`: standard input).
+    pub fn raw(path: &Path, dtype: DType) -> Result<ArrayReader> {
+        let name = input_name(path);
+        let (reader, size) = open_input(path)?;
+        let esize = dtype.size() as u64;
+        if let Some(s) = size {
+            if s % esize != 0 {
+                bail!(
+                    "{name}: {s} bytes is not a whole number of {dtype} elements ({esize} bytes each); the file is truncated or not {dtype}"
+                );
+            }
+        }
+        Ok(ArrayReader {
+            dtype: ArrayDType::Elem(dtype),
+            shape: size.map(|s| vec![(s / esize) as usize]),
+            name,
+            left: size,
+            check_end: false,
+            reader,
+        })
+    }
+
+    /// Reads the next at most `max` elements into `buf` (their little-endian bytes);
+    /// the number read, 0 at the end of the data.
+    pub fn next_chunk(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<usize> {
+        let esize = self.dtype.size();
+        let want = match self.left {
+            Some(left) => left.min((max * esize) as u64) as usize,
+            None => max * esize,
+        };
+        buf.resize(want, 0);
+        let got = read_full(&mut self.reader, buf)
+            .with_context(|| format!("cannot read {}", self.name))?;
+        buf.truncate(got);
+        match &mut self.left {
+            Some(left) => {
+                if got < want {
+                    bail!(
+                        "{}: the data ended {} bytes early (truncated?)",
+                        self.name,
+                        *left - got as u64
+                    );
+                }
+                *left -= got as u64;
+                if *left == 0 && self.check_end {
+                    let mut one = [0u8; 1];
+                    if read_full(&mut self.reader, &mut one)? > 0 {
+                        bail!("{}: unexpected bytes after the data", self.name);
+                    }
+                }
+            }
+            None => {
+                if got % esize != 0 {
+                    bail!(
+                        "{}: the input ended inside an element ({} bytes is not a whole number of {}-byte elements)",
+                        self.name,
+                        got % esize,
+                        esize
+                    );
+                }
+            }
+        }
+        Ok(got / esize)
+    }
 }
 
 #[derive(Debug)]
@@ -335,26 +515,6 @@ pub fn npy_bytes(dtype: ArrayDType, shape: &[usize], data: &[u8]) -> Result<Vec<
     out.extend_from_slice(header.as_bytes());
     out.extend_from_slice(data);
     Ok(out)
-}
-
-/// Reads a raw little-endian file of `dtype` elements.
-pub fn read_raw(path: &Path, dtype: DType) -> Result<Array> {
-    let data = read_file(path)?;
-    if data.len() % dtype.size() != 0 {
-        bail!(
-            "{}: {} bytes is not a whole number of {} elements ({} bytes each); the file is truncated or not {}",
-            path.display(),
-            data.len(),
-            dtype,
-            dtype.size(),
-            dtype
-        );
-    }
-    Ok(Array {
-        dtype: ArrayDType::Elem(dtype),
-        shape: vec![data.len() / dtype.size()],
-        data,
-    })
 }
 
 #[cfg(test)]

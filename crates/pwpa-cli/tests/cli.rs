@@ -1616,3 +1616,164 @@ fn options_that_do_not_apply_are_refused() {
         &[&out],
     );
 }
+
+// ------------------------------------------------- session 18: streamed eval, interrupts
+
+/// Runs `pwpa args` with `input` on its standard input.
+fn pwpa_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pwpa"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run pwpa");
+    let mut stdin = child.stdin.take().unwrap();
+    let data = input.to_vec();
+    // (A writer thread: pwpa may stop reading early, at an error.)
+    let w = std::thread::spawn(move || {
+        let _ = stdin.write_all(&data);
+    });
+    let o = child.wait_with_output().unwrap();
+    w.join().unwrap();
+    o
+}
+
+#[test]
+fn eval_reads_standard_input_and_checks_its_length() {
+    let d = Dir::new();
+    let t = sample_table();
+    let tp = d.table("t.json", &t, Layout::Aos);
+    // More than one of eval's million-element chunks, so the stream is read in pieces.
+    let xs: Vec<f32> = (0..1_500_000)
+        .map(|i| (i as f32 * 0.618_034).sin() * 9.0)
+        .collect();
+    let want = f32_bytes(&xs.iter().map(|&v| t.eval_f32(v)).collect::<Vec<_>>());
+    let npy = d.path("x.npy");
+    write_npy(&npy, "<f4", &[1000, 1500], &f32_bytes(&xs));
+    let bytes = std::fs::read(&npy).unwrap();
+    let y = d.path("y.npy");
+    let o = pwpa_stdin(&["eval", p(&tp), "-i", "-", "-o", p(&y)], &bytes);
+    ok(&o);
+    let (descr, shape, data) = read_npy(&y);
+    assert_eq!((descr.as_str(), shape.as_str()), ("<f4", "(1000, 1500)"));
+    assert_eq!(data, want);
+    // Raw in, raw out, through both standard streams.
+    let o = pwpa_stdin(
+        &[
+            "eval",
+            p(&tp),
+            "-i",
+            "-",
+            "--raw",
+            "--dtype",
+            "f32",
+            "-o",
+            "-",
+        ],
+        &f32_bytes(&xs),
+    );
+    ok(&o);
+    assert_eq!(o.stdout, want);
+    // A stream that ends early, one with bytes past the data, one that ends inside an
+    // element, and a raw stream that should become a .npy file (its length is unknown).
+    let y2 = d.path("y2.npy");
+    let cut = &bytes[..bytes.len() - 6];
+    fails(
+        &pwpa_stdin(&["eval", p(&tp), "-i", "-", "-o", p(&y2)], cut),
+        &["standard input", "6 bytes early"],
+        &[&y2],
+    );
+    let mut extra = bytes.clone();
+    extra.extend_from_slice(b"xyz");
+    fails(
+        &pwpa_stdin(&["eval", p(&tp), "-i", "-", "-o", p(&y2)], &extra),
+        &["unexpected bytes after the data"],
+        &[&y2],
+    );
+    let yb = d.path("y.bin");
+    fails(
+        &pwpa_stdin(
+            &[
+                "eval",
+                p(&tp),
+                "-i",
+                "-",
+                "--dtype",
+                "f16",
+                "--raw",
+                "-o",
+                p(&yb),
+            ],
+            &[0u8; 2_000_001],
+        ),
+        &["inside an element"],
+        &[&yb],
+    );
+    fails(
+        &pwpa_stdin(
+            &[
+                "eval",
+                p(&tp),
+                "-i",
+                "-",
+                "--dtype",
+                "f32",
+                "--raw",
+                "-o",
+                p(&y2),
+            ],
+            &f32_bytes(&xs[..10]),
+        ),
+        &["no known length", ".bin"],
+        &[&y2],
+    );
+    no_temp_files(d.tmp.path());
+}
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_eval_leaves_no_file_behind() {
+    use std::io::Write;
+    let d = Dir::new();
+    let tp = d.table("t.json", &sample_table(), Layout::Aos);
+    let y = d.path("y.npy");
+    // A .npy stream whose header promises 4M elements; half of them arrive, then the
+    // writer waits: pwpa is then writing its output, through a temporary file.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pwpa"))
+        .args(["eval", p(&tp), "-i", "-", "-o", p(&y)])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let n = 4usize << 20;
+    let x = d.path("x.npy");
+    write_npy(&x, "<f4", &[n], &vec![0u8; 4 * n]);
+    let bytes = std::fs::read(&x).unwrap();
+    std::fs::remove_file(&x).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&bytes[..bytes.len() / 2]).unwrap();
+    stdin.flush().unwrap();
+    let temp = || {
+        std::fs::read_dir(d.tmp.path())
+            .unwrap()
+            .any(|e| e.unwrap().file_name().to_string_lossy().contains(".tmp-"))
+    };
+    let t0 = std::time::Instant::now();
+    while !temp() {
+        assert!(t0.elapsed().as_secs() < 60, "no temporary file appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let k = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let o = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+    assert!(!y.exists());
+    no_temp_files(d.tmp.path());
+}

@@ -268,6 +268,21 @@ pub fn save(table: &Table, path: impl AsRef<Path>, layout: Layout) -> Result<()>
 /// link stays. A path that is not a regular file (`/dev/stdout`, a FIFO, a device) is
 /// written directly, as a stream, since it cannot be replaced; a directory is an error.
 pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
+    let path = path.as_ref();
+    write_atomic_with(path, |w| {
+        w.write_all(bytes)
+            .map_err(|e| Error::io("cannot write", path, e))
+    })
+}
+
+/// [`write_atomic`] for output produced piece by piece: `write` gets a buffered writer
+/// on the temporary file (or the stream) and may fail with its own error, which is
+/// returned after the temporary file is removed. While the temporary file exists it is
+/// listed for [`remove_pending_temp_files`] (a Ctrl-C handler's clean-up).
+pub fn write_atomic_with<E: From<Error>>(
+    path: impl AsRef<Path>,
+    write: impl FnOnce(&mut dyn Write) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
     let given = path.as_ref();
     let link = std::fs::symlink_metadata(given).is_ok_and(|m| m.file_type().is_symlink());
     match std::fs::metadata(given) {
@@ -275,16 +290,13 @@ pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
             return Err(Error::InvalidArgument(format!(
                 "cannot write {}: it is a directory",
                 given.display()
-            )))
+            ))
+            .into())
         }
         // A stream (/dev/stdout → /proc/self/fd/1, a FIFO, a device).
-        Ok(m) if !m.is_file() => return write_stream(given, bytes),
+        Ok(m) if !m.is_file() => return write_stream(given, write),
         Err(e) if link => {
-            return Err(Error::io(
-                "cannot write (a symbolic link to nothing)",
-                given,
-                e,
-            ))
+            return Err(Error::io("cannot write (a symbolic link to nothing)", given, e).into())
         }
         _ => {}
     }
@@ -301,37 +313,99 @@ pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| Error::InvalidArgument(format!("not a file path: {}", path.display())))?;
-    let tmp = temp_path(&dir, &name.to_string_lossy(), "");
-    let result = (|| {
-        let mut f = std::fs::File::create_new(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::io("cannot write", path, e));
-    }
+    let tmp = TempFile::new(&dir, &name.to_string_lossy(), "");
+    let file =
+        std::fs::File::create_new(tmp.path()).map_err(|e| Error::io("cannot write", path, e))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    write(&mut w)?;
+    let file = w
+        .into_inner()
+        .map_err(|e| Error::io("cannot write", path, e.into_error()))?;
+    file.sync_all()
+        .map_err(|e| Error::io("cannot write", path, e))?;
+    drop(file);
+    tmp.persist(path)
+        .map_err(|e| Error::io("cannot write", path, e))?;
     Ok(())
+}
+
+/// Temporary files being written now, for [`remove_pending_temp_files`].
+static PENDING: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes the temporary files that writes in progress have created (they are listed
+/// from their creation until their rename or removal). For an interrupt handler, just
+/// before the process exits: an interrupted write then leaves no hidden file behind.
+pub fn remove_pending_temp_files() {
+    let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    for p in pending.iter() {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// A temporary file name (see [`temp_path`]), listed in [`PENDING`] while it lives; the
+/// file (if any) is removed on drop unless [`TempFile::persist`] renamed it.
+pub(crate) struct TempFile {
+    path: std::path::PathBuf,
+    kept: bool,
+}
+
+impl TempFile {
+    pub(crate) fn new(dir: &Path, name: &str, suffix: &str) -> TempFile {
+        let path = temp_path(dir, name, suffix);
+        PENDING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(path.clone());
+        TempFile { path, kept: false }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Renames the file to `to` (then it is no longer temporary).
+    pub(crate) fn persist(mut self, to: &Path) -> std::io::Result<()> {
+        std::fs::rename(&self.path, to)?;
+        self.kept = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = pending.iter().position(|p| *p == self.path) {
+            pending.swap_remove(k);
+        }
+    }
 }
 
 /// A temporary file name in `dir` for `name`, unique across the threads and processes
 /// writing there (`.NAME.tmp-PID-N`), so that concurrent writers of one path never
 /// share a temporary file; created with `create_new`, it is never truncated under another.
-pub(crate) fn temp_path(dir: &Path, name: &str, suffix: &str) -> std::path::PathBuf {
+fn temp_path(dir: &Path, name: &str, suffix: &str) -> std::path::PathBuf {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     dir.join(format!(".{name}.tmp-{}-{n}{suffix}", std::process::id()))
 }
 
-/// Writes `bytes` to an existing non-regular file (a FIFO, a terminal, a pipe behind
+/// Writes to an existing non-regular file (a FIFO, a terminal, a pipe behind
 /// `/dev/stdout`) without truncating or replacing it.
-fn write_stream(path: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::OpenOptions::new()
+fn write_stream<E: From<Error>>(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    let f = std::fs::OpenOptions::new()
         .write(true)
         .open(path)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.flush()))
-        .map_err(|e| Error::io("cannot write", path, e))
+        .map_err(|e| Error::io("cannot write", path, e))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    write(&mut w)?;
+    w.flush().map_err(|e| Error::io("cannot write", path, e))?;
+    Ok(())
 }
 
 #[cfg(test)]

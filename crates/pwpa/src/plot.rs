@@ -150,11 +150,13 @@ pub fn plot_fn(
                 .file_name()
                 .map(|s| s.to_string_lossy().to_string())
                 .unwrap_or_default();
-            let tmp = crate::format::temp_path(dir.unwrap_or(Path::new(".")), &file, ".png");
+            let tmp = crate::format::TempFile::new(dir.unwrap_or(Path::new(".")), &file, ".png");
             // Fail early, with the OS's reason, where the image cannot be written.
-            std::fs::File::create_new(&tmp).map_err(|e| Error::io("cannot write", path, e))?;
-            let res = {
-                let root = BitMapBackend::new(&tmp, (opts.width, opts.height)).into_drawing_area();
+            std::fs::File::create_new(tmp.path())
+                .map_err(|e| Error::io("cannot write", path, e))?;
+            {
+                let root =
+                    BitMapBackend::new(tmp.path(), (opts.width, opts.height)).into_drawing_area();
                 draw_all(
                     table,
                     name,
@@ -164,16 +166,11 @@ pub fn plot_fn(
                     fs.as_deref(),
                     errs.as_deref(),
                     root,
-                )
-            };
-            if let Err(e) = res {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(e);
+                )?;
             }
-            std::fs::rename(&tmp, path).map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                Error::io("cannot write", path, e)
-            })
+            // (On an error the temporary file is removed when `tmp` drops.)
+            tmp.persist(path)
+                .map_err(|e| Error::io("cannot write", path, e))
         }
         _ => Err(Error::InvalidArgument(format!(
             "plot file '{}' must end in .svg or .png",
