@@ -11,7 +11,9 @@ Semantics are the seed's: coefficients in the global ``x`` (highest power first,
 - Horner runs in f32 for every dtype and rounds once (the seed's half kernels compute
   in half); coefficients and points are converted to f32;
 - bfloat16 inputs are supported, and results are bit-identical on CPU and CUDA;
-- autograd works (gradient with respect to ``x``).
+- autograd works: gradients with respect to ``x`` and to the coefficients (learnable
+  tables); the partition points get none (the output only jumps where one moves past an
+  input, so their gradient is zero almost everywhere).
 
 Works on torch tensors (CPU/CUDA) and numpy arrays.
 """

@@ -311,14 +311,43 @@ def _seed_setup(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
     ctx.aos = aos
 
 
+def _seed_coeff_grad(
+    grad: torch.Tensor, x: torch.Tensor, coeffs: torch.Tensor, points: torch.Tensor, aos: bool
+) -> torch.Tensor:
+    """d(sum(grad * y)) / d(coeffs) for y = the seed table at x: piece i's coefficient of
+    x^j (global x, highest power first) collects grad * x^j over the elements in piece i
+    (the seed's rule with pwpa's fix: below the first point piece 0, at or above the last
+    point the last piece). Accumulated in f32 (f64 for f64 coefficients), from x's value
+    in f32 as the op sees it; differentiable in grad and x (second derivatives)."""
+    p = points.numel() - 1
+    d = coeffs.numel() // p - 1
+    acc = torch.float64 if coeffs.dtype == torch.float64 else torch.float32
+    pts = points.detach().reshape(-1).to(torch.float32)
+    xf = x.reshape(-1).to(torch.float32)
+    idx = torch.searchsorted(pts[1:-1].contiguous(), xf.detach(), right=True)
+    xa = xf.to(acc)
+    pw = grad.reshape(-1).to(acc)  # grad * x^0
+    cols = [None] * (d + 1)
+    for k in range(d, -1, -1):  # column k multiplies x^(d - k)
+        cols[k] = torch.zeros(p, dtype=acc, device=x.device).index_add(0, idx, pw)
+        if k > 0:
+            pw = pw * xa
+    g = torch.stack(cols, dim=1)  # (P, D+1), AoS
+    if not aos:
+        g = g.t()
+    return g.reshape(coeffs.shape).to(coeffs.dtype)
+
+
 def _seed_backward(ctx: Any, grad: torch.Tensor):
-    if ctx.needs_input_grad[1] or ctx.needs_input_grad[2]:
-        raise RuntimeError(
-            "pwpa.ops: gradients with respect to coeffs or partition_points are not supported "
-            "(only with respect to x); detach them or set requires_grad=False"
-        )
     x, coeffs, points = ctx.saved_tensors
-    return torch.ops.pwpa.seed_eval_backward(grad, x, coeffs, points, ctx.aos), None, None, None
+    gx = gc = None
+    if ctx.needs_input_grad[0]:
+        gx = torch.ops.pwpa.seed_eval_backward(grad, x, coeffs, points, ctx.aos)
+    if ctx.needs_input_grad[1]:
+        gc = _seed_coeff_grad(grad, x, coeffs, points, ctx.aos)
+    # partition_points: y jumps where a point moves past an input and is otherwise
+    # unchanged, so their gradient is zero (None) almost everywhere.
+    return gx, gc, None, None
 
 
 _seed_op.register_autograd(_seed_backward, setup_context=_seed_setup)
@@ -326,21 +355,82 @@ _seed_op.register_autograd(_seed_backward, setup_context=_seed_setup)
 
 @torch.library.register_vmap("pwpa::seed_eval")
 def _seed_vmap(info: Any, in_dims: tuple, x: torch.Tensor, coeffs: torch.Tensor, points: torch.Tensor, aos: bool):
-    if in_dims[1] is not None or in_dims[2] is not None:
-        raise RuntimeError("pwpa.ops under vmap: coeffs and partition_points cannot be batched (only x)")
-    return torch.ops.pwpa.seed_eval(x, coeffs, points, aos), in_dims[0]
+    return _seed_batched(torch.ops.pwpa.seed_eval, info, in_dims, x, coeffs, points, aos)
+
+
+def _seed_batched(fn: Callable, info: Any, in_dims: tuple, x: Any, coeffs: Any, points: Any, aos: bool):
+    """A batching rule for the seed op: x batched alone is element-wise; batched tables
+    (jacfwd with respect to the coefficients, a vmap over several tables) take one call
+    per table."""
+    if in_dims[1] is None and in_dims[2] is None:
+        return fn(x, coeffs, points, aos), in_dims[0]
+
+    def item(t: torch.Tensor, d: Any, b: int) -> torch.Tensor:
+        return t if d is None else t.select(d, b)
+
+    outs = [
+        fn(item(x, in_dims[0], b), item(coeffs, in_dims[1], b), item(points, in_dims[2], b), aos)
+        for b in range(info.batch_size)
+    ]
+    return torch.stack(outs), 0
+
+
+class _SeedEval(torch.autograd.Function):
+    """``pwpa::seed_eval`` for autograd and torch.func in eager mode (as :class:`_Eval`):
+    gradients with respect to x (through the seed table's derivative, to any order) and
+    the coefficients; forward mode too (the tangent of the coefficients is the seed
+    polynomial of their tangents, since y is linear in them)."""
+
+    @staticmethod
+    def forward(x: torch.Tensor, coeffs: torch.Tensor, points: torch.Tensor, aos: bool) -> torch.Tensor:
+        return torch.ops.pwpa.seed_eval(x, coeffs, points, aos)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+        x, coeffs, points, aos = inputs
+        ctx.save_for_backward(x, coeffs, points)
+        ctx.save_for_forward(x, coeffs, points)
+        ctx.aos = aos
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor):
+        x, coeffs, points = ctx.saved_tensors
+        gx = gc = None
+        if ctx.needs_input_grad[0]:
+            gx = _EvalBackward.apply(grad, x, _seed_table(coeffs, points, ctx.aos).handle)
+        if ctx.needs_input_grad[1]:
+            gc = _seed_coeff_grad(grad, x, coeffs, points, ctx.aos)
+        return gx, gc, None, None
+
+    @staticmethod
+    def jvp(ctx: Any, x_t: Any, c_t: Any, _p_t: Any, _aos_t: Any) -> torch.Tensor:
+        x, coeffs, points = ctx.saved_tensors
+        out = None
+        if x_t is not None:
+            out = _EvalBackward.apply(x_t, x, _seed_table(coeffs, points, ctx.aos).handle)
+        if c_t is not None:
+            part = _SeedEval.apply(x, c_t, points, ctx.aos)
+            out = part if out is None else out + part
+        return out if out is not None else torch.zeros_like(x)
+
+    @staticmethod
+    def vmap(info: Any, in_dims: tuple, x: torch.Tensor, coeffs: torch.Tensor, points: torch.Tensor, aos: bool):
+        return _seed_batched(_SeedEval.apply, info, in_dims, x, coeffs, points, aos)
 
 
 def seed_eval(x: torch.Tensor, coeffs: Any, points: Any, aos: bool) -> torch.Tensor:
-    """``pwpa.ops.pwpa`` on a tensor (see pwpa.ops). Under torch.compile, without autograd,
-    and when coeffs or points require grad (the op's backward then says that only x has
-    a gradient) the ``pwpa::seed_eval`` op; otherwise the seed table through
-    :func:`pwpa_eval` (autograd to any order and torch.func, as for any table)."""
+    """``pwpa.ops.pwpa`` on a tensor (see pwpa.ops): the ``pwpa::seed_eval`` op under
+    torch.compile and where no gradient can be needed; otherwise through
+    :class:`_SeedEval` (autograd to any order in x, gradients for the coefficients, and
+    torch.func transforms)."""
     # (pwpa.ops checked that coeffs and points are tensors on x's device.)
     aos = bool(aos)
-    if _direct(x) or (torch.is_grad_enabled() and (coeffs.requires_grad or points.requires_grad)):
+    if torch.compiler.is_compiling():
         return torch.ops.pwpa.seed_eval(x, coeffs, points, aos)
-    return _Eval.apply(x, _seed_table(coeffs, points, aos).handle)
+    check_layout(x)
+    if _needs_function(x) or _needs_function(coeffs) or _needs_function(points):
+        return _SeedEval.apply(x, coeffs, points, aos)
+    return torch.ops.pwpa.seed_eval(x, coeffs, points, aos)
 
 
 def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.dtype = None):
