@@ -169,6 +169,7 @@ pub fn fit(
     let right_tail = right_tail
         .map(|d| parse_tail(py, "right", &d))
         .transpose()?;
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let opts = FitOptions {
         range,
         partitions,
@@ -183,38 +184,65 @@ pub fn fit(
         exp_tails,
         max_partitions,
         max_degree,
+        cancel: Some(cancel.clone()),
     };
     let callback_error: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
+    // The fit runs on a worker thread while this one, without the GIL, looks for
+    // pending signals every 50 ms: Ctrl-C (or an exception from the progress callback)
+    // sets the fit's cancellation flag, the fit stops within a fraction of a second, and
+    // the exception is raised.
+    let stop = |e: PyErr| {
+        let mut failed = callback_error.lock().unwrap_or_else(|e| e.into_inner());
+        if failed.is_none() {
+            *failed = Some(e);
+        }
+        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    };
+    let work = || {
+        let target = match (target, samples) {
+            (_, Some((xs, ys))) => Target::from_samples(xs, ys)?,
+            (Some(spec), None) => Target::parse(&spec)?,
+            (None, None) => {
+                return Err(pwpa::Error::InvalidArgument(
+                    "nothing to fit: give a function name, an expression or samples".into(),
+                ))
+            }
+        };
+        let report = |p: Progress| {
+            if let Some(cb) = &progress {
+                if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                    return;
+                }
+                Python::attach(|py| {
+                    if let Err(e) = cb.call1(py, (p.fraction, p.message)) {
+                        stop(e);
+                    }
+                });
+            }
+        };
+        pwpa::fit::fit(&target, &opts, &report)
+    };
     let table = py
         .detach(|| {
-            let target = match (target, samples) {
-                (_, Some((xs, ys))) => Target::from_samples(xs, ys)?,
-                (Some(spec), None) => Target::parse(&spec)?,
-                (None, None) => {
-                    return Err(pwpa::Error::InvalidArgument(
-                        "nothing to fit: give a function name, an expression or samples".into(),
-                    ))
+            std::thread::scope(|s| {
+                let (tx, rx) = std::sync::mpsc::channel::<()>();
+                let worker = s.spawn(move || {
+                    let r = work();
+                    drop(tx);
+                    r
+                });
+                // Disconnected: the worker finished (or panicked).
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    rx.recv_timeout(std::time::Duration::from_millis(50))
+                {
+                    if let Err(e) = Python::attach(|py| py.check_signals()) {
+                        stop(e);
+                    }
                 }
-            };
-            // The first exception of the callback (or a pending signal: Ctrl-C) is kept,
-            // the callback is not called again, and the exception is raised when the fit
-            // returns (the fit itself cannot be interrupted midway).
-            let report = |p: Progress| {
-                if let Some(cb) = &progress {
-                    Python::attach(|py| {
-                        let mut failed = callback_error.lock().unwrap_or_else(|e| e.into_inner());
-                        if failed.is_none() {
-                            let r = py
-                                .check_signals()
-                                .and_then(|()| cb.call1(py, (p.fraction, p.message)).map(drop));
-                            if let Err(e) = r {
-                                *failed = Some(e);
-                            }
-                        }
-                    });
-                }
-            };
-            pwpa::fit::fit(&target, &opts, &report)
+                worker
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            })
         })
         .py_err(py);
     if let Some(e) = callback_error

@@ -125,6 +125,39 @@ def test_progress_callback_errors_propagate():
     assert seen and seen[-1][0] == 1.0
 
 
+def test_ctrl_c_and_callback_errors_stop_a_long_fit():
+    """An unreachable goal with a million-piece limit runs for minutes; Ctrl-C (SIGINT,
+    sent here from a thread a second in) and an exception from the progress callback
+    both stop it within seconds, raising their exception."""
+    import os
+    import signal
+    import threading
+    import time
+
+    def interrupt():
+        time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        pwpa.fit("gelu", max_error=1e-12, max_partitions=1 << 20)
+    assert time.perf_counter() - t0 < 30
+
+    calls = []
+
+    def cb(frac, msg):
+        calls.append(msg)
+        if len(calls) == 3:
+            raise ValueError("enough")
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="enough"):
+        pwpa.fit("gelu", max_error=1e-12, max_partitions=1 << 20, progress=cb)
+    assert len(calls) == 3
+    assert time.perf_counter() - t0 < 30
+
+
 def test_useless_fit_warns():
     with pytest.warns(pwpa.FitWarning, match=r"farther from exp than 0 is on 9\d % of"):
         t = pwpa.fit("exp")

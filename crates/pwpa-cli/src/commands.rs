@@ -418,6 +418,7 @@ impl FitArgs {
             exp_tails: self.exp_tails,
             max_partitions: self.max_partitions,
             max_degree: self.max_degree,
+            cancel: None,
         })
     }
 }

@@ -159,6 +159,9 @@ pub enum Error {
     /// An invalid argument.
     #[error("{0}")]
     InvalidArgument(String),
+    /// Work stopped through its cancellation flag (a fit's `FitOptions::cancel`).
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// Result alias.

@@ -1054,3 +1054,36 @@ fn coefficients_beyond_f32_are_reported() {
     let o = fit_report(&Target::parse("tanh").unwrap(), &opts(), &|_| {}).unwrap();
     assert!(o.warning.is_none());
 }
+
+#[test]
+fn a_cancelled_fit_stops_with_cancelled() {
+    // An unreachable goal with a million-piece limit would run for minutes; the flag,
+    // set from another thread half a second in, stops it with Error::Cancelled.
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let flag = Arc::new(AtomicBool::new(false));
+    let setter = {
+        let flag = flag.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            flag.store(true, Ordering::Relaxed);
+        })
+    };
+    let t0 = std::time::Instant::now();
+    let r = fit(
+        &Target::parse("gelu").unwrap(),
+        &FitOptions {
+            goal: Goal::MaxError {
+                error: 1e-12,
+                vary_degree: false,
+            },
+            max_partitions: 1 << 20,
+            cancel: Some(flag),
+            ..FitOptions::default()
+        },
+        &|_| {},
+    );
+    setter.join().unwrap();
+    assert!(matches!(r, Err(Error::Cancelled)), "{:?}", r.err());
+    assert!(t0.elapsed().as_secs() < 30, "{:?}", t0.elapsed());
+}

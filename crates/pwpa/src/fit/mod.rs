@@ -105,6 +105,9 @@ pub struct FitOptions {
     pub max_partitions: usize,
     /// Search limits.
     pub max_degree: usize,
+    /// Cancellation: when another thread sets this flag, the fit stops within a
+    /// fraction of a second with [`Error::Cancelled`] (an interrupt handler, a UI).
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for FitOptions {
@@ -123,6 +126,7 @@ impl Default for FitOptions {
             exp_tails: false,
             max_partitions: 4096,
             max_degree: crate::table::MAX_DEGREE,
+            cancel: None,
         }
     }
 }
@@ -244,6 +248,24 @@ struct Ctx<'a> {
     zero: Option<f32>,
     /// Iterations of adaptive placement.
     adapt_iters: usize,
+    /// [`FitOptions::cancel`].
+    cancel: Option<&'a std::sync::atomic::AtomicBool>,
+}
+
+impl Ctx<'_> {
+    /// Whether the fit was cancelled (pieces then skip their work).
+    fn cancelled(&self) -> bool {
+        self.cancel
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// [`Error::Cancelled`] once the fit was cancelled.
+    fn check(&self) -> Result<()> {
+        if self.cancelled() {
+            return Err(Error::Cancelled);
+        }
+        Ok(())
+    }
 }
 
 /// The pieces of a fit (before tails).
@@ -455,6 +477,11 @@ pub fn fit_function(
     left.validate("left")?;
     right.validate("right")?;
 
+    let cancelled = || {
+        opts.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+    };
     let checked = exact.unwrap_or(DType::BF16);
     let refs_in = verify::references(checked, Some((lo32, hi32)), f);
     let refs_all = verify::references(checked, None, f);
@@ -475,6 +502,9 @@ pub fn fit_function(
                 fraction: 0.0,
                 message: "exp2 left tail: how much of the range it rounds correctly".into(),
             });
+            if cancelled() {
+                return Err(Error::Cancelled);
+            }
             if let Some(t) = tails::takeover(f, dt, &refs_all, lo32, inner, false, &left) {
                 core_lo = t.end;
                 left = t.tail;
@@ -486,6 +516,9 @@ pub fn fit_function(
                 fraction: 0.02,
                 message: "exp2 right tail: how much of the range it rounds correctly".into(),
             });
+            if cancelled() {
+                return Err(Error::Cancelled);
+            }
             if let Some(t) = tails::takeover(f, dt, &refs_all, hi32, inner, true, &right) {
                 core_hi = t.end;
                 right = t.tail;
@@ -530,6 +563,7 @@ pub fn fit_function(
         continuous: opts.continuous,
         zero,
         adapt_iters: if exact.is_some() { 12 } else { 40 },
+        cancel: opts.cancel.as_deref(),
     };
     let refs_core: Vec<(f32, u16)> = refs_in
         .iter()
@@ -548,6 +582,7 @@ pub fn fit_function(
         fraction: 0.95,
         message: "verifying".into(),
     });
+    ctx.check()?;
     let mut table = pieces.table(left, right)?;
     let (verr, vabs) = dense_error(&ctx, &table);
     let max_jump = max_jump(&table);
@@ -703,13 +738,16 @@ fn build(ctx: &Ctx, p: usize, d: usize, progress: &dyn Fn(Progress)) -> Result<P
             "a continuous fit needs degree ≥ 1".into(),
         ));
     }
-    match ctx.placement {
+    let pcs = match ctx.placement {
         Placement::Uniform => {
             let bps = Breakpoints::uniform(ctx.lo, ctx.hi, p)?;
-            Ok(place::fit_pieces(ctx, bps, d))
+            place::fit_pieces(ctx, bps, d)
         }
-        Placement::Adaptive => place::adaptive(ctx, p, d, progress),
-    }
+        Placement::Adaptive => place::adaptive(ctx, p, d, progress)?,
+    };
+    // (A cancelled fit's pieces are placeholders.)
+    ctx.check()?;
+    Ok(pcs)
 }
 
 /// (the options' measure, absolute error) of the f32 table at x. Relative error counts
@@ -846,6 +884,7 @@ fn search_sampled(
                 fraction: d as f64 / (maxd + 1) as f64,
                 message: format!("degree {d} with {p} pieces"),
             });
+            ctx.check()?;
             if ctx.continuous && d == 0 {
                 continue;
             }
@@ -867,6 +906,7 @@ fn search_sampled(
                 fraction: (step as f64 / (2 * steps) as f64).min(0.9),
                 message: format!("{p} pieces of degree {d}"),
             });
+            ctx.check()?;
             step += 1;
             let (e, pcs) = eval(p, d)?;
             if e <= goal {
@@ -887,6 +927,7 @@ fn search_sampled(
                     fraction: (step as f64 / (2 * steps) as f64).min(0.9),
                     message: format!("{mid} pieces of degree {d}"),
                 });
+                ctx.check()?;
                 step += 1;
                 let (e, pcs) = eval(mid, d)?;
                 if e <= goal {
@@ -1005,6 +1046,7 @@ fn search_exact(
             fraction: (step as f64 / (2 * steps) as f64).min(0.9),
             message: format!("exact {dt}: {p} pieces of degree {d}"),
         });
+        ctx.check()?;
         step += 1;
         let (ok, pcs) = try_p(p)?;
         if ok {
@@ -1024,6 +1066,7 @@ fn search_exact(
                 fraction: (step as f64 / (2 * steps) as f64).min(0.9),
                 message: format!("exact {dt}: {mid} pieces of degree {d}"),
             });
+            ctx.check()?;
             step += 1;
             let (ok, pcs) = try_p(mid)?;
             if ok {
@@ -1054,6 +1097,7 @@ fn search_exact(
                 fraction: 0.9,
                 message: format!("exact {dt}: {mid} pieces of degree {d} (fewer splits)"),
             });
+            ctx.check()?;
             let (ok, pcs) = try_p(mid)?;
             let n = pcs.breakpoints.partitions();
             if ok && n < pcs_ok.breakpoints.partitions() {

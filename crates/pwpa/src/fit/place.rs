@@ -1,7 +1,7 @@
 //! Breakpoint placement (uniform, adaptive equidistribution) and fitting the pieces
 //! of a given partition; per-piece coefficient nudging for exactness.
 
-use super::poly::{fit_piece, PieceSpec};
+use super::poly::{fit_piece, PieceFit, PieceSpec};
 use super::verify;
 use super::{Ctx, Pieces, Progress};
 use crate::element::DType;
@@ -9,7 +9,8 @@ use crate::error::{Error, Result};
 use crate::table::{horner, Breakpoints, Table};
 use rayon::prelude::*;
 
-/// Fits every piece of `bps` (in parallel).
+/// Fits every piece of `bps` (in parallel). Once the fit is cancelled the pieces left
+/// are placeholders (zero polynomials), which the caller's next `ctx.check()` discards.
 pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
     let p = bps.partitions();
     let anchors_mid = Table::midpoint_anchors(&bps);
@@ -48,7 +49,16 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
                 pin_left: (ctx.continuous && i > 0).then_some(a0),
                 pin_right: (ctx.continuous && i + 1 < p).then_some(b0),
             };
-            let pf = fit_piece(ctx.f, &spec, d, ctx.method, ctx.measure);
+            let pf = if ctx.cancelled() {
+                PieceFit {
+                    coeffs: vec![0.0; d + 1],
+                    error: 0.0,
+                    lower_bound: 0.0,
+                    converged: true,
+                }
+            } else {
+                fit_piece(ctx.f, &spec, d, ctx.method, ctx.measure)
+            };
             (spec.anchor as f32, pf)
         })
         .collect();
@@ -192,6 +202,7 @@ pub(crate) fn adaptive(
         };
         let bps = Breakpoints::arbitrary(p32.clone())?;
         let pcs = fit_pieces(ctx, bps, d);
+        ctx.check()?;
         let maxe = pcs.max_error();
         let mine = pcs.errors.iter().copied().fold(f64::INFINITY, f64::min);
         let improved = best.as_ref().is_none_or(|b| maxe < b.max_error());
