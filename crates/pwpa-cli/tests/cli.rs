@@ -413,6 +413,13 @@ fn bad_tables_are_rejected_with_clear_errors() {
         &set(&|v| v["breakpoints"]["points"][3] = (-0.25).into()),
         &["strictly increasing"],
     );
+    // A key given twice (serde_json would keep the second): in the table and in a tail.
+    let text = good_json().to_string();
+    let twice = text.replacen("\"degree\":", "\"degree\":0,\"degree\":", 1);
+    assert_ne!(twice, text);
+    bad_table_everywhere(&d, "twice.json", &twice, &["'degree' appears twice"]);
+    let twice = text.replacen("\"kind\":", "\"kind\":\"clamp\",\"kind\":", 1);
+    bad_table_everywhere(&d, "twice2.json", &twice, &["'kind' appears twice"]);
     // P = 0, uniform and arbitrary.
     let uni = serde_json::from_str::<serde_json::Value>(&pwpa::format::to_json(
         &uniform_table(),

@@ -484,7 +484,8 @@ pub fn memh(table: &Table, source: &str) -> String {
 // number of interior breakpoints <= x), t = x - anchor[i] in f32, then Horner with fused
 // multiply-adds, highest power first. Tail codes: 0 clamp, 1 extend, 2 linear (slope,
 // intercept: fma(slope, x, intercept)), 3 constant (value), 4 exp2 / 5 -exp2 (anchor, n,
-// q[0] (highest power) .. q[n-1]: 2^q(x - anchor), pwpa's exp2 recipe, docs/FORMAT.md).
+// q[0] (highest power) .. q[n-1]: 2^q(t) with t = x - anchor in f32 and q(t) by Horner
+// with fused multiply-adds like a piece, then pwpa's exp2 recipe, docs/FORMAT.md).
 ",
     );
     let _ = writeln!(

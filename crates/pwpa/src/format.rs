@@ -176,6 +176,9 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
     // Check the header first so a wrong version gets its own message.
     // A UTF-8 byte order mark (some Windows editors write one) is not JSON: skip it.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // serde_json keeps the last of duplicate keys; a hand-edited or merged file with two
+    // "coefficients" must not load as one of them.
+    serde_json::from_str::<NoDuplicateKeys>(text).map_err(|e| Error::Format(e.to_string()))?;
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| Error::Format(e.to_string()))?;
     let obj = value
@@ -238,6 +241,63 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
     )?;
     table.meta = file.meta;
     Ok((table, file.layout))
+}
+
+/// Any JSON value, checked for objects with a key given twice.
+struct NoDuplicateKeys;
+
+impl<'de> Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicateKeys)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys {
+    type Value = NoDuplicateKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_str<E>(self, _: &str) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Self, A::Error> {
+        while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
+        Ok(self)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(serde::de::Error::custom(format!(
+                    "the key '{key}' appears twice in one object"
+                )));
+            }
+            map.next_value::<NoDuplicateKeys>()?;
+        }
+        Ok(self)
+    }
 }
 
 /// Loads a table file.

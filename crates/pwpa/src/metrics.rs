@@ -44,9 +44,14 @@ pub const MAX_LISTED: usize = 16;
 pub struct ReportOptions {
     /// Output type whose ULPs are counted; bf16/f16 also get an exhaustive sweep.
     pub dtype: DType,
-    /// Points in the dense f32 sweep of the range.
+    /// Points in the dense f32 sweep of the range (at most [`MAX_REPORT_SAMPLES`]: larger
+    /// values are clamped to it).
     pub samples: usize,
 }
+
+/// The most points [`ReportOptions::samples`] asks for that a report sweeps (2^26: a
+/// sweep of that many points holds about 1.5 GB while it runs).
+pub const MAX_REPORT_SAMPLES: usize = 1 << 26;
 
 impl Default for ReportOptions {
     fn default() -> Self {
@@ -515,7 +520,7 @@ impl Default for ErrorReport {
 }
 
 fn relative_rule() -> String {
-    format!("|table - f| / |f| where |f| >= {REL_FLOOR:e} (2^-126)")
+    format!("|table - f| / |f| where |f| >= 2^-126 ({REL_FLOOR:.4e})")
 }
 
 /// Short engineering formatting of an error.
@@ -656,12 +661,12 @@ fn next_down(x: f32) -> f32 {
     -next_up(-x)
 }
 
-/// The inputs of the range sweep: `n` evenly spaced f32 points of [lo, hi] plus every
+/// The inputs of the range sweep: `n` (2 to [`MAX_REPORT_SAMPLES`]) evenly spaced f32 points of [lo, hi] plus every
 /// breakpoint and its f32 neighbours inside the range; sorted, without duplicates.
 pub fn range_points(table: &Table, n: usize) -> Vec<f32> {
     let bp = table.breakpoints();
     let (lo, hi) = (bp.lo(), bp.hi());
-    let n = n.max(2);
+    let n = n.clamp(2, MAX_REPORT_SAMPLES);
     let mut xs: Vec<f32> = (0..n)
         .map(|i| {
             let x = (lo as f64 + (hi as f64 - lo as f64) * i as f64 / (n - 1) as f64) as f32;
@@ -732,7 +737,11 @@ pub fn sweep<U: Element>(ev: &Evaluator, target: &Target, xs: &[f32]) -> SweepSt
 fn report_typed<U: Element>(table: &Table, target: &Target, opts: &ReportOptions) -> ErrorReport {
     let ev = Evaluator::new(table);
     let bp = table.breakpoints();
-    let in_range = sweep::<U>(&ev, target, &range_points(table, opts.samples));
+    let in_range = sweep::<U>(
+        &ev,
+        target,
+        &range_points(table, opts.samples.min(MAX_REPORT_SAMPLES)),
+    );
     let left = sweep::<U>(&ev, target, &tail_points(bp.lo(), false));
     let right = sweep::<U>(&ev, target, &tail_points(bp.hi(), true));
     ErrorReport {

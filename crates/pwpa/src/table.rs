@@ -435,7 +435,14 @@ pub fn soa_to_aos(soa: &[f32], partitions: usize, degree: usize) -> Result<Vec<f
 }
 
 fn check_count(found: usize, partitions: usize, degree: usize) -> Result<()> {
-    let expected = partitions * (degree + 1);
+    let Some(expected) = degree
+        .checked_add(1)
+        .and_then(|n| partitions.checked_mul(n))
+    else {
+        return Err(Error::InvalidArgument(format!(
+            "{partitions} partitions of degree {degree} would need more coefficients than memory can address"
+        )));
+    };
     if found != expected {
         return Err(Error::CoefficientCount {
             partitions,
@@ -551,6 +558,9 @@ impl Table {
         &self.coeffs
     }
     /// Coefficients of partition `i`.
+    ///
+    /// # Panics
+    /// If `i` is not below [`Table::partitions`].
     pub fn piece(&self, i: usize) -> &[f32] {
         let n = self.degree + 1;
         &self.coeffs[i * n..(i + 1) * n]
@@ -581,7 +591,10 @@ impl Table {
         Ok(self)
     }
 
-    /// Evaluates piece `i` at `x` (steps 4 of the convention).
+    /// Evaluates piece `i` at `x` (step 4 of the convention).
+    ///
+    /// # Panics
+    /// If `i` is not below [`Table::partitions`].
     #[inline(always)]
     pub fn eval_piece(&self, i: usize, x: f32) -> f32 {
         horner(self.piece(i), x - self.anchors[i])
@@ -803,6 +816,30 @@ pub fn affine_anchors(anchors: &[f32]) -> Option<(f32, f32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn layout_conversions_of_impossible_sizes_are_errors() {
+        // P·(D+1) used to wrap (release) to the slice's length and index out of bounds.
+        for (p, d) in [
+            (1usize << 63, 1usize),
+            (usize::MAX, 0),
+            (2, usize::MAX),
+            (usize::MAX, 1),
+        ] {
+            for r in [aos_to_soa(&[], p, d), soa_to_aos(&[], p, d)] {
+                let e = r.unwrap_err().to_string();
+                assert!(
+                    e.contains("more coefficients than memory can address")
+                        || e.contains("expected"),
+                    "{e}"
+                );
+            }
+        }
+        assert!(aos_to_soa(&[], 1usize << 63, 1)
+            .unwrap_err()
+            .to_string()
+            .contains("more coefficients than memory"));
+    }
 
     /// The GPU's exp2 (`exp2_two_scale`) against the CPU recipe: every f32 in a
     /// stride-61 sweep of all bit patterns (all of them once by hand, 2026-11-22), and every float around the rounding and

@@ -611,3 +611,39 @@ fn unknown_functions_are_named() {
         assert!(Target::parse(good).is_ok(), "{good}");
     }
 }
+
+#[test]
+fn deeply_nested_expressions_are_errors_not_stack_overflows() {
+    // Each shape used to recurse once per level in the normalizer and in exmex and
+    // abort the process; here on a thread with a 2 MiB stack (std's default), where
+    // 5,000 levels of parentheses (a 10 KB string) were enough.
+    let shapes = [
+        format!("{}x{}", "(".repeat(50_000), ")".repeat(50_000)),
+        format!("{}x", "-".repeat(50_000)),
+        format!("{}x{}", "exp(".repeat(20_000), ")".repeat(20_000)),
+        format!("x{}", "^x".repeat(50_000)),
+    ];
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            for e in &shapes {
+                match Target::parse(e) {
+                    Err(Error::Expression { reason, .. }) => {
+                        assert!(reason.contains("nests deeper than 256 levels"), "{reason}")
+                    }
+                    other => panic!("{:?}", other.map(|t| t.name())),
+                }
+            }
+            // A realistic depth still parses (and evaluates: 40 nested tanh).
+            let e = format!("{}x{}", "tanh(".repeat(40), ")".repeat(40));
+            let t = Target::parse(&e).unwrap();
+            let mut want = 0.5f64;
+            for _ in 0..40 {
+                want = want.tanh();
+            }
+            assert_eq!(t.eval(0.5), want);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}

@@ -401,9 +401,16 @@ pub fn fit_function(
     progress: &dyn Fn(Progress),
 ) -> Result<FitOutcome> {
     let (lo, hi) = opts.range.unwrap_or(func.default_range);
+    // Where the range came from, for messages: the user's, or the target's default
+    // (for sampled data, the span of the samples' x).
+    let what = if opts.range.is_some() {
+        "fit range"
+    } else {
+        "default range (for samples, the span of their x)"
+    };
     if !(lo.is_finite() && hi.is_finite()) {
         return Err(Error::InvalidArgument(format!(
-            "fit range [{lo}, {hi}] must be finite"
+            "{what} [{lo}, {hi}] must be finite"
         )));
     }
     if lo >= hi {
@@ -412,7 +419,7 @@ pub fn fit_function(
     let (lo32, hi32) = (lo as f32, hi as f32);
     if !(lo32.is_finite() && hi32.is_finite()) || lo32 >= hi32 {
         return Err(Error::InvalidArgument(format!(
-            "fit range [{lo}, {hi}] is not a non-empty finite f32 range"
+            "{what} [{lo}, {hi}] is not a non-empty finite f32 range (in f32 it is [{lo32}, {hi32}])"
         )));
     }
     check_limits(opts.partitions, opts.degree)?;
@@ -588,7 +595,10 @@ pub fn fit_function(
     let max_jump = max_jump(&table);
     let in_range = verify::sweep_refs(&table, checked, &refs_in);
     let all_finite = verify::sweep_refs(&table, checked, &refs_all);
-    let overflow = (pieces.overflowed > 0).then(|| {
+    // Only where they matter: coefficients of high powers that a tiny piece does not need
+    // (1/h^k scaling) overflow harmlessly, and the verified error then shows nothing.
+    let overflow_matters = verr > 2.0 * pieces.max_error();
+    let overflow = (pieces.overflowed > 0 && overflow_matters).then(|| {
         format!(
             "{} coefficient{} overflowed f32 and {} stored as 0 (the table is far from {} \
              there: scale the function down or narrow the range)",
@@ -798,6 +808,33 @@ fn dense_error(ctx: &Ctx, table: &Table) -> (f64, f64) {
         .reduce(|| (0.0, 0.0), |a, b| (a.0.max(b.0), a.1.max(b.1)))
 }
 
+/// A lower bound on any f32 table's error (the options' measure): the largest distance
+/// from f(x) to its nearest f32 over a sweep of f32 inputs x of the range (2^16 + 1
+/// points); also that x and f(x).
+fn f32_rounding_floor(ctx: &Ctx) -> (f64, f32, f64) {
+    use rayon::prelude::*;
+    const N: usize = 1 << 16;
+    let (lo, hi) = (ctx.lo as f64, ctx.hi as f64);
+    (0..=N)
+        .into_par_iter()
+        .map(|k| {
+            let x = (lo + (hi - lo) * k as f64 / N as f64) as f32;
+            let want = (ctx.f)(x as f64);
+            let near = want as f32 as f64;
+            if !want.is_finite() || !near.is_finite() {
+                return (0.0, x, want);
+            }
+            let abs = (near - want).abs();
+            let e = match ctx.measure {
+                ErrorMeasure::Absolute => abs,
+                ErrorMeasure::Relative if want.abs() < crate::metrics::REL_FLOOR => 0.0,
+                ErrorMeasure::Relative => abs / want.abs(),
+            };
+            (e, x, want)
+        })
+        .reduce(|| (0.0, 0.0, 0.0), |a, b| if b.0 > a.0 { b } else { a })
+}
+
 /// Largest |p_i(b) − p_{i+1}(b)| at interior breakpoints, with the f32 evaluator.
 fn max_jump(table: &Table) -> f64 {
     let b = table.breakpoints();
@@ -823,6 +860,18 @@ fn search_error(
     if !(target > 0.0 && target.is_finite()) {
         return Err(Error::InvalidArgument(format!(
             "the error target must be a positive number (got {target})"
+        )));
+    }
+    // No table of f32 results beats f32's own rounding of f: a goal below that floor is
+    // refused at once (it used to run the whole search, minutes for a large
+    // max_partitions, before failing).
+    let (floor, at, fx) = f32_rounding_floor(ctx);
+    if target < floor {
+        return Err(Error::Fit(format!(
+            "max {} error {target:e} is out of reach of any table with f32 results: at x = {at}, \
+             f(x) = {fx:.8e} is {floor:.3e} from the nearest f32 value (ask for at least that, or \
+             narrow the range)",
+            ctx.measure.name()
         )));
     }
     let mut goal = target * 0.98;

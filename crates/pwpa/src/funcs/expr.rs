@@ -250,6 +250,7 @@ pub fn normalize(text: &str) -> std::result::Result<String, String> {
     let mut n = Normalizer {
         c: text.chars().collect(),
         i: 0,
+        depth: 0,
     };
     let mut out = String::with_capacity(text.len() * 2);
     if n.expr(&mut out)? > 0 {
@@ -261,9 +262,16 @@ pub fn normalize(text: &str) -> std::result::Result<String, String> {
     Ok(out)
 }
 
+/// Deepest nesting of operands (parentheses, calls, signs, powers) an expression may
+/// have: the normalizer and exmex's parser recurse once per level, and a deep enough
+/// expression (a 10 KB string on a 2 MiB thread stack) would overflow the stack.
+const MAX_NESTING: usize = 256;
+
 struct Normalizer {
     c: Vec<char>,
     i: usize,
+    /// Operands being read (nesting level).
+    depth: usize,
 }
 
 impl Normalizer {
@@ -321,6 +329,20 @@ impl Normalizer {
 
     /// Optional unary signs, then a primary and its (right-associative) power chain.
     fn operand(&mut self, out: &mut String) -> std::result::Result<(), String> {
+        if self.depth >= MAX_NESTING {
+            return Err(format!(
+                "the expression nests deeper than {MAX_NESTING} levels (parentheses, calls, \
+                 signs and powers) at position {}",
+                self.i + 1
+            ));
+        }
+        self.depth += 1;
+        let r = self.operand_at_depth(out);
+        self.depth -= 1;
+        r
+    }
+
+    fn operand_at_depth(&mut self, out: &mut String) -> std::result::Result<(), String> {
         self.ws();
         if let Some(sign @ ('-' | '+')) = self.peek() {
             self.i += 1;
