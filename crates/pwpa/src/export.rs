@@ -120,12 +120,13 @@ fn points(table: &Table) -> Vec<f32> {
     (0..=b.partitions()).map(|i| b.point(i) as f32).collect()
 }
 
-/// "P piece(s) of degree D, uniform|arbitrary breakpoints on [lo, hi]" (for comments).
+/// "P pieces of degree D, uniform|arbitrary breakpoints on [lo, hi]" (for comments).
 fn shape(table: &Table) -> String {
     let b = table.breakpoints();
     format!(
-        "{} piece(s) of degree {}, {} breakpoints on [{:e}, {:e}]",
+        "{} piece{} of degree {}, {} breakpoints on [{:e}, {:e}]",
         b.partitions(),
+        if b.partitions() == 1 { "" } else { "s" },
         table.degree(),
         if b.is_uniform() {
             "uniform"

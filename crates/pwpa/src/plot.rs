@@ -217,10 +217,30 @@ fn draw_all<DB: DrawingBackend>(
         ymax = 1.0;
     }
     let pad = 0.05 * (ymax - ymin).max(1e-30);
+    // Breakpoints in the plotted range, drawn only while there are fewer than one per
+    // 4 pixels: beyond that they are a grey band that hides the curves (and a 2^20-piece
+    // SVG was 300 MB of lines).
+    let bps: Vec<f64> = table
+        .breakpoints()
+        .points_f64()
+        .into_iter()
+        .filter(|&x| x >= lo && x <= hi)
+        .collect();
+    let bps = if bps.len() <= opts.width as usize / 4 {
+        bps
+    } else {
+        Vec::new()
+    };
     let title = format!(
-        "{name}: {} pieces of degree {}",
+        "{name}: {} piece{} of degree {}{}",
         table.partitions(),
-        table.degree()
+        if table.partitions() == 1 { "" } else { "s" },
+        table.degree(),
+        if bps.is_empty() && table.partitions() > 1 {
+            " (breakpoints too dense to draw)"
+        } else {
+            ""
+        }
     );
     let mut chart = ChartBuilder::on(&top)
         .caption(title, ("sans-serif", 22))
@@ -235,15 +255,13 @@ fn draw_all<DB: DrawingBackend>(
         .draw()
         .map_err(perr)?;
     // Breakpoints.
-    for x in table.breakpoints().points_f64() {
-        if x >= lo && x <= hi {
-            chart
-                .draw_series(LineSeries::new(
-                    vec![(x, ymin - pad), (x, ymax + pad)],
-                    BLACK.mix(0.15),
-                ))
-                .map_err(perr)?;
-        }
+    for &x in &bps {
+        chart
+            .draw_series(LineSeries::new(
+                vec![(x, ymin - pad), (x, ymax + pad)],
+                BLACK.mix(0.15),
+            ))
+            .map_err(perr)?;
     }
     if let Some(fs) = fs {
         chart
@@ -271,12 +289,8 @@ fn draw_all<DB: DrawingBackend>(
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED));
     chart
         .draw_series(
-            table
-                .breakpoints()
-                .points_f64()
-                .into_iter()
-                .filter(|&x| x >= lo && x <= hi)
-                .map(|x| Circle::new((x, table.eval_f32(x as f32) as f64), 3, BLACK.filled())),
+            bps.iter()
+                .map(|&x| Circle::new((x, table.eval_f32(x as f32) as f64), 3, BLACK.filled())),
         )
         .map_err(perr)?;
     chart
@@ -310,14 +324,12 @@ fn draw_all<DB: DrawingBackend>(
             .y_label_formatter(&|v| format!("{v:.1e}"))
             .draw()
             .map_err(perr)?;
-        for x in table.breakpoints().points_f64() {
-            if x >= lo && x <= hi {
-                ec.draw_series(LineSeries::new(
-                    vec![(x, 0.0), (x, emax * 1.05)],
-                    BLACK.mix(0.15),
-                ))
-                .map_err(perr)?;
-            }
+        for &x in &bps {
+            ec.draw_series(LineSeries::new(
+                vec![(x, 0.0), (x, emax * 1.05)],
+                BLACK.mix(0.15),
+            ))
+            .map_err(perr)?;
         }
         ec.draw_series(LineSeries::new(
             xs.iter()

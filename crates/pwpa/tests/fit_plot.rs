@@ -57,3 +57,38 @@ fn svg_and_png_plots_are_written() {
     assert!(bad.unwrap_err().to_string().contains(".svg or .png"));
     assert!(!dir.path().join("x.jpg").exists());
 }
+
+#[test]
+fn breakpoints_too_dense_to_draw_are_left_out() {
+    // 8 pieces: 9 breakpoint lines in each chart and 9 markers. 100,000 pieces: none
+    // (the SVG stays small and says why), the curves still drawn.
+    let dir = tempfile::tempdir().unwrap();
+    let count = |s: &str| s.matches("<circle").count();
+    let small = dir.path().join("small.svg");
+    plot_fn(
+        &table(),
+        Some(&gelu),
+        "gelu",
+        &PlotOptions::default(),
+        &small,
+    )
+    .unwrap();
+    let s = std::fs::read_to_string(&small).unwrap();
+    assert!(count(&s) >= 9, "{}", count(&s));
+    let p = 100_000;
+    let big = pwpa::Table::new(
+        pwpa::Breakpoints::uniform(-8.0, 8.0, p).unwrap(),
+        1,
+        vec![0.0; p],
+        (0..p).flat_map(|i| [1.0, i as f32 * 1e-5]).collect(),
+        pwpa::Tail::Clamp,
+        pwpa::Tail::Clamp,
+    )
+    .unwrap();
+    let path = dir.path().join("big.svg");
+    plot_fn(&big, None, "x", &PlotOptions::default(), &path).unwrap();
+    let s = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(count(&s), 0);
+    assert!(s.contains("100000 pieces of degree 1 (breakpoints too dense to draw)"));
+    assert!(s.len() < 1 << 20, "{} bytes", s.len());
+}
