@@ -300,3 +300,35 @@ def test_coefficients_train_and_compile():
     c2 = torch.nn.Parameter(c.detach().clone())
     torch.compile(loss_of, fullgraph=True, backend="aot_eager")(c2).backward()
     torch.testing.assert_close(c2.grad, c1.grad, rtol=1e-6, atol=1e-9)
+
+
+def test_parameter_coefficients_in_a_module():
+    """torchPACE code keeps the coefficients as an nn.Parameter (requires_grad=True): the
+    compiled forward, a gradient with respect to x alone (autograd.grad and torch.func.grad)
+    all work, and agree with the same module whose coefficients are a buffer."""
+    rng = np.random.default_rng(3)
+    coeffs = torch.from_numpy(rng.uniform(-1, 1, (4, 3)).astype(np.float32))
+    pts = torch.tensor([-2.0, -1.0, 0.0, 1.0, 2.0])
+
+    class Seed(torch.nn.Module):
+        def __init__(self, param):
+            super().__init__()
+            if param:
+                self.c = torch.nn.Parameter(coeffs.clone())
+            else:
+                self.register_buffer("c", coeffs.clone())
+            self.register_buffer("p", pts)
+
+        def forward(self, v):
+            return ops.pwpa(v, self.c, self.p)
+
+    m, mb = Seed(True), Seed(False)
+    x = torch.linspace(-3, 3, 101)
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(m, fullgraph=True)(x), mb(x))
+    xr = x.clone().requires_grad_()
+    (gx,) = torch.autograd.grad(m(xr).sum(), xr)
+    xb = x.clone().requires_grad_()
+    (gb,) = torch.autograd.grad(mb(xb).sum(), xb)
+    assert torch.equal(gx, gb)
+    assert torch.equal(torch.func.grad(lambda v: m(v).sum())(x), gb)

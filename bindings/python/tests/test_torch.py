@@ -384,3 +384,68 @@ def test_sparse_and_nested_inputs_are_clear_errors(random_table):
                 f(x)
         with pytest.raises(pwpa.ArgumentError, match=what):
             random_table(torch.zeros(4, 4), out=x)
+
+
+def test_replace_activations_replaces_every_name_of_a_shared_module(sigmoid_table):
+    """A module object under two names (`act` twice in a Sequential, `self.a = self.b`) is
+    replaced under both, by one shared PwPA; a callable mapping is asked once per object."""
+    act = nn.Sigmoid()
+    m = nn.Sequential(nn.Linear(3, 3), act, nn.Linear(3, 3), act)
+
+    class Blk(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a1 = self.a2 = nn.Sigmoid()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.a2(self.lin(self.a1(x)))
+
+    outer = nn.ModuleList([m, Blk()])
+    asked = []
+
+    def choose(mod):
+        asked.append(mod)
+        return sigmoid_table
+
+    pt.replace_activations(outer, {nn.Sigmoid: choose})
+    assert len(asked) == 2  # two distinct Sigmoid objects
+    assert isinstance(m[1], pt.PwPA) and m[3] is m[1]
+    blk = outer[1]
+    assert isinstance(blk.a1, pt.PwPA) and blk.a2 is blk.a1
+    assert not any(isinstance(x, nn.Sigmoid) for x in outer.modules())
+    x = torch.linspace(-3, 3, 12).reshape(4, 3)
+    want = sigmoid_table(m[2](sigmoid_table(m[0](x))))
+    assert torch.equal(m(x), want)
+
+
+def test_fx_symbolic_trace_records_the_op(sigmoid_table):
+    """torch.fx.symbolic_trace of a model with PwPA, of pwpa_eval and of table(x): the
+    graph calls pwpa::eval and gives the same results."""
+    m = nn.Sequential(nn.Linear(4, 4), pt.PwPA(sigmoid_table), nn.Linear(4, 2))
+    gm = torch.fx.symbolic_trace(m)
+    assert any(n.target is torch.ops.pwpa.eval.default or "pwpa.eval" in str(n.target) for n in gm.graph.nodes)
+    x = torch.randn(5, 4)
+    assert torch.equal(gm(x), m(x))
+    f = torch.fx.symbolic_trace(lambda v: pt.pwpa_eval(v, sigmoid_table) * 2)
+    assert torch.equal(f(x), sigmoid_table(x) * 2)
+    f = torch.fx.symbolic_trace(lambda v: sigmoid_table(v) + 1)
+    assert torch.equal(f(x), sigmoid_table(x) + 1)
+    with pytest.raises(pwpa.ArgumentError, match="torch.fx"):
+        torch.fx.symbolic_trace(lambda v: sigmoid_table(v, out=v))
+
+
+def test_whole_model_loads_with_weights_only(tmp_path, sigmoid_table):
+    """torch.load(weights_only=True) of a saved whole model, once pwpa.table_from_json and
+    the module classes are allowlisted; a malformed saved table state is a clear error."""
+    m = nn.Sequential(nn.Linear(4, 4), pt.PwPA(sigmoid_table))
+    path = tmp_path / "m.pt"
+    torch.save(m, path)
+    safe = [pwpa.table_from_json, pt.PwPA, nn.Sequential, nn.Linear]
+    with torch.serialization.safe_globals(safe + [getattr]):
+        m2 = torch.load(path, weights_only=True)
+    x = torch.randn(3, 4)
+    assert torch.equal(m2(x), m(x))
+    for bad in ({}, "text", None, {"pwpa_table": 5}):
+        with pytest.raises(pwpa.ArgumentError, match="saved state is not a pwpa table"):
+            m2[1].load_state_dict({"_extra_state": bad})

@@ -48,6 +48,7 @@ __all__ = [
     "Table",
     "fit",
     "load",
+    "table_from_json",
     "functions",
     "cuda_available",
     "cuda_compiled",
@@ -379,7 +380,9 @@ class Table:
         )
 
     def __reduce__(self):
-        return (Table.from_json, (self.to_json(),))
+        # A module-level function (not the bound classmethod), so that torch.load's
+        # weights_only unpickler can allowlist it: add_safe_globals([pwpa.table_from_json, ...]).
+        return (table_from_json, (self.to_json(),))
 
     # ---- properties -------------------------------------------------------------
 
@@ -534,6 +537,13 @@ def _dtype_name(dtype: Any) -> str:
 def load(path: Union[str, os.PathLike]) -> Table:
     """Loads and validates a table file."""
     return Table.load(path)
+
+
+def table_from_json(text: str) -> Table:
+    """A table from its JSON text (``Table.from_json``); what a pickled table calls, so
+    ``torch.serialization.add_safe_globals([pwpa.table_from_json, ...])`` lets
+    ``torch.load(weights_only=True)`` load whole models that hold tables."""
+    return Table.from_json(text)
 
 
 def functions() -> list:

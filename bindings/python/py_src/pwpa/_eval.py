@@ -253,8 +253,19 @@ def _compiled_into(table: Any, x: Any, out: Any) -> Any:
     return out.copy_(pwpa_torch.pwpa_eval(src, table))
 
 
+def _is_fx_proxy(x: Any) -> bool:
+    """Whether x is a ``torch.fx`` tracing proxy (symbolic_trace of a model)."""
+    torch = _torch()
+    fx = getattr(torch, "fx", None) if torch is not None else None
+    return fx is not None and isinstance(x, fx.Proxy)
+
+
 def eval_array(table: Any, x: Any, out: Any = None) -> Any:
     """``table(x, out=None)`` for every supported input kind."""
+    if _is_fx_proxy(x):
+        from . import torch as pwpa_torch
+
+        return pwpa_torch.fx_eval(x, table.handle, out)
     if _is_tensor(x):
         if out is not None:
             torch = _torch()

@@ -245,6 +245,24 @@ def _apply(x: torch.Tensor, handle: int) -> torch.Tensor:
     return _Eval.apply(x, handle)
 
 
+def fx_eval(x: Any, handle: int, out: Any = None) -> Any:
+    """Under ``torch.fx.symbolic_trace``: the ``pwpa::eval`` op, which the graph records
+    (the table must stay alive while the traced module is used, as for TorchScript)."""
+    if out is not None:
+        raise ArgumentError("table(x, out=y) cannot be traced by torch.fx; call table(x)")
+    return torch.ops.pwpa.eval(x, handle)
+
+
+@torch.jit.ignore
+def _module_forward(x: Any, handle: int) -> torch.Tensor:
+    """PwPA.forward outside TorchScript: a torch.fx proxy records the op; otherwise x
+    must be a tensor."""
+    if isinstance(x, torch.fx.Proxy):
+        return fx_eval(x, handle)
+    _check_tensor(x, "PwPA")
+    return _apply(x, handle)
+
+
 def _check_tensor(x: Any, who: str) -> None:
     if not isinstance(x, torch.Tensor):
         raise ArgumentError(
@@ -255,13 +273,15 @@ def _check_tensor(x: Any, who: str) -> None:
 
 def pwpa_eval(x: torch.Tensor, table: Union[Table, int]) -> torch.Tensor:
     """Evaluates a table on a tensor (autograd to any order, torch.compile, torch.func)."""
-    _check_tensor(x, "pwpa_eval")
     if isinstance(table, Table):
         handle = table.handle
     elif isinstance(table, int) and not isinstance(table, bool):
         handle = table
     else:
         raise ArgumentError(f"pwpa_eval takes a pwpa.Table or its handle (an int), got {type(table).__name__}")
+    if isinstance(x, torch.fx.Proxy):
+        return fx_eval(x, handle)
+    _check_tensor(x, "pwpa_eval")
     return _apply(x, handle)
 
 
@@ -508,8 +528,7 @@ class PwPA(nn.Module):
         if torch.jit.is_scripting() or torch.jit.is_tracing():
             # TorchScript records the op itself (with its first-order autograd).
             return torch.ops.pwpa.eval(x, self.handle)
-        _check_tensor(x, "PwPA")
-        return _apply(x, self.handle)
+        return _module_forward(x, self.handle)
 
     def __setstate__(self, state: Any) -> None:
         # copy.deepcopy and pickling (torch.save(model)) give a new Table: take its
@@ -521,6 +540,12 @@ class PwPA(nn.Module):
         return {"pwpa_table": self.table.to_json()}
 
     def set_extra_state(self, state: Any) -> None:
+        if not (isinstance(state, dict) and isinstance(state.get("pwpa_table"), str)):
+            raise ArgumentError(
+                "this PwPA module's saved state is not a pwpa table: expected a dict "
+                f"{{'pwpa_table': <table JSON>}} (as get_extra_state writes), got {type(state).__name__}"
+                + (f" with keys {sorted(map(str, state))}" if isinstance(state, dict) else "")
+            )
         self.table = Table.from_json(state["pwpa_table"])
 
     def extra_repr(self) -> str:
@@ -562,9 +587,17 @@ def replace_activations(
     top = replacement(model)
     if top is not None:
         return top
+    # Every name a matching module is registered under (a module object may sit under
+    # several: `act = nn.GELU(); nn.Sequential(lin, act, lin, act)`, which
+    # named_children() lists once), each instance replaced by one PwPA shared the same way.
+    done: Dict[int, Any] = {}
     for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
-            r = replacement(child)
+        for name, child in list(parent._modules.items()):
+            if child is None:
+                continue
+            if id(child) not in done:
+                done[id(child)] = replacement(child)
+            r = done[id(child)]
             if r is not None:
                 setattr(parent, name, r)
     return model
