@@ -8,10 +8,9 @@
    (gradients from the table's derivative) and compare convergence.
 
     pip install scikit-learn          # the digits data ships with it
-    python examples/digits_mlp.py     # CPU: about a minute; uses CUDA when pwpa has it
+    python examples/digits_mlp.py     # CPU: about 30 s on 2 idle cores; uses CUDA when pwpa has it
 
-Tables come from ``pwpa.fit``; if this build's fitter or catalogue cannot make one (before
-they land), a numpy least-squares table of the same size is used and labelled so.
+Tables come from ``pwpa.fit`` (a failed fit is an error, not a substitute table).
 """
 
 from __future__ import annotations
@@ -50,37 +49,8 @@ SIZES = [
 ]
 
 
-def lsq_table(name, partitions, degree, lo=-8.0, hi=8.0):
-    """Fallback: uniform least-squares pieces of the exact function (f64), tails 0 / x."""
-    f = EXACT[name]
-    pts = np.linspace(lo, hi, partitions + 1)
-    rows, anchors = [], []
-    for i in range(partitions):
-        a, b = pts[i], pts[i + 1]
-        anchor = float(np.float32(0.5 * (a + b)))
-        xs = np.linspace(a, b, 64)
-        ys = f(torch.from_numpy(xs)).numpy()
-        rows.append(np.polyfit(xs - anchor, ys, degree))
-        anchors.append(anchor)
-    return pwpa.Table(
-        {"lo": lo, "hi": hi, "partitions": partitions},
-        np.array(rows),
-        anchors=anchors,
-        left_tail=0.0,
-        right_tail=("linear", 1.0, 0.0),
-    )
-
-
 def make_table(name, label, kwargs):
-    try:
-        return pwpa.fit(name, **kwargs), "fit"
-    except pwpa.PwpaError as e:
-        reason = str(e)
-    if "exact" in kwargs:
-        p, d = 256, 3  # a stand-in of bf16-exact size class
-    else:
-        p, d = kwargs["partitions"], kwargs["degree"]
-    return lsq_table(name, p, d), f"numpy lsq {p}x{d} (pwpa.fit: {reason[:50]})"
+    return pwpa.fit(name, **kwargs), "fit"
 
 
 def max_err(table, name):
