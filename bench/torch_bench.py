@@ -80,6 +80,7 @@ TORCH_FNS = {
     "hardswish": F.hardswish,
     "hardsigmoid": F.hardsigmoid,
     "logsigmoid": F.logsigmoid,
+    "log_sigmoid": F.logsigmoid,  # the catalogue's name
     "softsign": F.softsign,
     "tanhshrink": F.tanhshrink,
     "log1p": torch.log1p,
