@@ -50,13 +50,18 @@ def _out_like(x: torch.Tensor, dtype: torch.dtype = None) -> torch.Tensor:
     return torch.empty_like(x, dtype=dtype or x.dtype, memory_format=torch.preserve_format)
 
 
-@torch.library.custom_op("pwpa::eval", mutates_args=())
-def _eval_op(x: torch.Tensor, table: int) -> torch.Tensor:
+def _eval_impl(x: torch.Tensor, table: int) -> torch.Tensor:
     """y = table(x), same shape/dtype/device as x (x's strides when x is dense)."""
     t = _lookup(table)
     y = _out_like(x)
     eval_tensor_into(t, x, y)
     return y
+
+
+@torch.library.custom_op("pwpa::eval", mutates_args=())
+def _eval_op(x: torch.Tensor, table: int) -> torch.Tensor:
+    """y = table(x), same shape/dtype/device as x (x's strides when x is dense)."""
+    return _eval_impl(x, table)
 
 
 @_eval_op.register_fake
@@ -71,18 +76,54 @@ def _bw_out(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return _out_like(grad if _dense(grad) or not _dense(x) else x, grad.dtype)
 
 
+def _eval_backward_impl(grad: torch.Tensor, x: torch.Tensor, table: int) -> torch.Tensor:
+    """grad * table'(x) (the ``pwpa::eval_backward`` op's implementation)."""
+    d = _lookup(table).derivative()
+    return grad_mul_into(d, x, grad, _bw_out(grad, x))
+
+
 @torch.library.custom_op("pwpa::eval_backward", mutates_args=())
 def _eval_backward_op(grad: torch.Tensor, x: torch.Tensor, table: int) -> torch.Tensor:
     """grad * table'(x): the derivative evaluated in f32, the product rounded in f32 and
     then once to grad's dtype — one fused pass (one kernel on CUDA), no f'(x) buffer."""
-    d = _lookup(table).derivative()
-    return grad_mul_into(d, x, grad, _bw_out(grad, x))
+    return _eval_backward_impl(grad, x, table)
 
 
 @_eval_backward_op.register_fake
 def _eval_backward_fake(grad: torch.Tensor, x: torch.Tensor, table: int) -> torch.Tensor:
     torch_code(x.dtype, "input")
     return _bw_out(grad, x)
+
+
+_dispatch_depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
+_function_mode = getattr(torch._C, "_is_torch_function_mode_enabled", None)
+
+
+def _plain(*ts: torch.Tensor) -> bool:
+    """Whether the ops' implementations may run directly on these tensors, without the
+    dispatcher (which costs about 35 us of host time per call, measured on an H100 host,
+    bench/gpu_lab/call_overhead.py): ordinary eager tensors (not FakeTensor or another
+    subclass, not functorch-wrapped, not meta), no Python dispatch or function mode
+    active, not under TorchScript tracing. Everything else calls the registered op."""
+    if _dispatch_depth is None or _function_mode is None or _wrapped is None:
+        return False
+    if _dispatch_depth() or _function_mode() or torch.jit.is_tracing():
+        return False
+    return all(type(t) is torch.Tensor and not _wrapped(t) and t.device.type != "meta" for t in ts)
+
+
+def _eval_now(x: torch.Tensor, table: int) -> torch.Tensor:
+    """``torch.ops.pwpa.eval(x, table)``, run directly where :func:`_plain` allows."""
+    if _plain(x):
+        return _eval_impl(x, table)
+    return torch.ops.pwpa.eval(x, table)
+
+
+def _eval_backward_now(grad: torch.Tensor, x: torch.Tensor, table: int) -> torch.Tensor:
+    """``torch.ops.pwpa.eval_backward(grad, x, table)``, run directly where allowed."""
+    if _plain(grad, x):
+        return _eval_backward_impl(grad, x, table)
+    return torch.ops.pwpa.eval_backward(grad, x, table)
 
 
 def _deriv_handle(table: int) -> int:
@@ -158,7 +199,7 @@ class _Eval(torch.autograd.Function):
 
     @staticmethod
     def forward(x: torch.Tensor, table: int) -> torch.Tensor:
-        return torch.ops.pwpa.eval(x, table)
+        return _eval_now(x, table)
 
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
@@ -168,6 +209,9 @@ class _Eval(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor):
         (x,) = ctx.saved_tensors
+        if not torch.is_grad_enabled() and _plain(grad, x):
+            # A first-order backward (no create_graph, no transform): no graph to build.
+            return _eval_backward_impl(grad, x, ctx.table), None
         return _EvalBackward.apply(grad, x, ctx.table), None
 
     @staticmethod
@@ -186,7 +230,7 @@ class _EvalBackward(torch.autograd.Function):
 
     @staticmethod
     def forward(grad: torch.Tensor, x: torch.Tensor, table: int) -> torch.Tensor:
-        return torch.ops.pwpa.eval_backward(grad, x, table)
+        return _eval_backward_now(grad, x, table)
 
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
@@ -240,8 +284,10 @@ def _direct(x: torch.Tensor) -> bool:
 
 @torch.jit.ignore
 def _apply(x: torch.Tensor, handle: int) -> torch.Tensor:
-    if _direct(x):
+    if torch.compiler.is_compiling():
         return torch.ops.pwpa.eval(x, handle)
+    if _direct(x):
+        return _eval_now(x, handle)
     return _Eval.apply(x, handle)
 
 
