@@ -264,7 +264,7 @@ _wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_
 def _needs_function(x: torch.Tensor) -> bool:
     """Whether x needs the autograd.Function (reverse or forward AD, a torch.func transform);
     otherwise the op is called directly, which costs less than half as much per call
-    (on this development VM 24 against 60 us for 1000 elements on the CPU)."""
+    (on this development VM, 2026-11-27: 14 against 48-53 us for 1000 elements on the CPU)."""
     if torch.is_grad_enabled() and x.requires_grad:
         return True
     if _wrapped is None or _wrapped(x):
