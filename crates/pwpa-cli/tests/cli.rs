@@ -1699,40 +1699,30 @@ fn eval_reads_standard_input_and_checks_its_length() {
         &["unexpected bytes after the data"],
         &[&y2],
     );
-    let yb = d.path("y.bin");
-    fails(
-        &pwpa_stdin(
+    let raw = |dtype: &str, out: &Path, input: &[u8]| {
+        pwpa_stdin(
             &[
                 "eval",
                 p(&tp),
                 "-i",
                 "-",
                 "--dtype",
-                "f16",
+                dtype,
                 "--raw",
                 "-o",
-                p(&yb),
+                p(out),
             ],
-            &[0u8; 2_000_001],
-        ),
+            input,
+        )
+    };
+    let yb = d.path("y.bin");
+    fails(
+        &raw("f16", &yb, &[0u8; 2_000_001]),
         &["inside an element"],
         &[&yb],
     );
     fails(
-        &pwpa_stdin(
-            &[
-                "eval",
-                p(&tp),
-                "-i",
-                "-",
-                "--dtype",
-                "f32",
-                "--raw",
-                "-o",
-                p(&y2),
-            ],
-            &f32_bytes(&xs[..10]),
-        ),
+        &raw("f32", &y2, &f32_bytes(&xs[..10])),
         &["no known length", ".bin"],
         &[&y2],
     );
