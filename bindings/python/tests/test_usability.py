@@ -126,8 +126,7 @@ def test_progress_callback_errors_propagate():
 
 
 def test_ctrl_c_and_callback_errors_stop_a_long_fit():
-    """A goal just above f32's floor for gelu (2.4e-7), out of reach in practice, with a
-    million-piece limit runs for minutes; Ctrl-C (SIGINT,
+    """A million adaptive pieces take minutes to place; Ctrl-C (SIGINT,
     sent here from a thread a second in) and an exception from the progress callback
     both stop it within seconds, raising their exception."""
     import os
@@ -142,20 +141,19 @@ def test_ctrl_c_and_callback_errors_stop_a_long_fit():
     threading.Thread(target=interrupt, daemon=True).start()
     t0 = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
-        pwpa.fit("gelu", max_error=2.5e-7, max_partitions=1 << 20)
+        pwpa.fit("gelu", partitions=1 << 20)
     assert time.perf_counter() - t0 < 30
 
     calls = []
 
     def cb(frac, msg):
         calls.append(msg)
-        if len(calls) == 3:
-            raise ValueError("enough")
+        raise ValueError("enough")
 
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match="enough"):
-        pwpa.fit("gelu", max_error=2.5e-7, max_partitions=1 << 20, progress=cb)
-    assert len(calls) == 3
+        pwpa.fit("gelu", partitions=1 << 20, progress=cb)
+    assert len(calls) == 1
     assert time.perf_counter() - t0 < 30
 
 

@@ -877,7 +877,7 @@ fn search_error(
     let mut goal = target * 0.98;
     let mut dense = 0.0;
     for round in 0..6 {
-        let pcs = match search_sampled(ctx, opts, goal, target, vary_degree, progress) {
+        let pcs = match search_sampled(ctx, opts, goal, target, floor, vary_degree, progress) {
             Ok(pcs) => pcs,
             // A later round's narrower goal is out of reach: say what the dense sweep
             // measured, not only the quick estimate that the narrower goal was chasing.
@@ -906,15 +906,21 @@ fn search_error(
 
 /// [`search_error`]'s search: smallest P (or D) whose quick estimate meets `goal`
 /// (`target` for the message): doubling, then bisection.
+#[allow(clippy::too_many_arguments)]
 fn search_sampled(
     ctx: &Ctx,
     opts: &FitOptions,
     goal: f64,
     target: f64,
+    floor: f64,
     vary_degree: bool,
     progress: &dyn Fn(Progress),
 ) -> Result<Pieces> {
     let quiet = |_: Progress| {};
+    // Doubling P stops when the error has stopped falling near f32's floor (`floor`, see
+    // search_error): two doublings in a row that gain less than 5 % while within 8x of
+    // the floor. (Far above the floor a plateau is an oscillation not yet resolved.)
+    let mut plateau: Option<usize> = None;
     let mut best: Option<(f64, usize, usize)> = None;
     let mut eval = |p: usize, d: usize| -> Result<(f64, Pieces)> {
         let pcs = build(ctx, p, d, &quiet)?;
@@ -948,6 +954,7 @@ fn search_sampled(
         let mut p = 1usize;
         let mut lo_fail = 0usize;
         let mut found: Option<(usize, Pieces)> = None;
+        let (mut prev, mut stalls): (Option<f64>, usize) = (None, 0);
         let steps = (maxp as f64).log2().ceil() as usize + 1;
         let mut step = 0;
         loop {
@@ -963,6 +970,15 @@ fn search_sampled(
                 break;
             }
             lo_fail = p;
+            stalls = match prev {
+                Some(pe) if e > pe / 1.05 && e < 8.0 * floor => stalls + 1,
+                _ => 0,
+            };
+            prev = Some(e);
+            if stalls >= 2 {
+                plateau = Some(p);
+                break;
+            }
             if p >= maxp {
                 break;
             }
@@ -990,6 +1006,15 @@ fn search_sampled(
         }
     }
     let (e, p, d) = best.unwrap_or((f64::INFINITY, 0, 0));
+    if let Some(at) = plateau {
+        return Err(Error::Fit(format!(
+            "max {} error {target:e} not reached: the error stopped falling at {e:.3e} as the pieces \
+             doubled to {at} (f32 rounding: no f32 table does better than {floor:.3e} here, and the \
+             tables' own f32 coefficients and arithmetic add to that); best found: {e:.3e} with \
+             {p} pieces of degree {d}",
+            ctx.measure.name(),
+        )));
+    }
     Err(Error::Fit(format!(
         "max {} error {target:e} not reached within the limits (P ≤ {}, D ≤ {}); best found: {e:.3e} with {p} pieces of degree {d}",
         ctx.measure.name(),
