@@ -212,9 +212,25 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
             }))
         }
     }
+    // The uniform range as written (f64), for a clearer message when its ends round to
+    // one f32 value (1e-50 and 1e-46 are both 0 in f32).
+    let written = |k: &str| {
+        obj.get("breakpoints")
+            .and_then(|b| b.get(k))
+            .and_then(|v| v.as_f64())
+    };
+    let (lo_w, hi_w) = (written("lo"), written("hi"));
     let file: FileV1 = serde_json::from_value(value).map_err(|e| Error::Format(e.to_string()))?;
     let breakpoints = match file.breakpoints {
         BreakpointsV1::Uniform { lo, hi, partitions } => {
+            if let (Some(a), Some(b)) = (lo_w, hi_w) {
+                if a < b && lo >= hi {
+                    return Err(Error::Format(format!(
+                        "breakpoints: lo = {a:e} and hi = {b:e} are one value in f32 ({lo:e}), \
+                         which a table's breakpoints are; use a range f32 can tell apart"
+                    )));
+                }
+            }
             Breakpoints::Uniform { lo, hi, partitions }
         }
         BreakpointsV1::Arbitrary { points } => Breakpoints::Arbitrary(points),
@@ -588,6 +604,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("expected 12 coefficients"), "{e}");
+        // A uniform range whose ends are one f32 value: say so (it read "lo = 0 must be
+        // less than hi = 0").
+        let uni = Table::new(
+            Breakpoints::uniform(0.0, 1.0, 1).unwrap(),
+            0,
+            vec![0.0],
+            vec![1.0],
+            Tail::Clamp,
+            Tail::Clamp,
+        )
+        .unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&to_json(&uni, Layout::Aos)).unwrap();
+        v["breakpoints"]["lo"] = serde_json::json!(1e-50);
+        v["breakpoints"]["hi"] = serde_json::json!(1e-46);
+        let e = from_json(&v.to_string()).unwrap_err().to_string();
+        assert!(
+            e.contains("lo = 1e-50 and hi = 1e-46 are one value in f32"),
+            "{e}"
+        );
     }
 
     #[cfg(unix)]
