@@ -449,3 +449,15 @@ def test_whole_model_loads_with_weights_only(tmp_path, sigmoid_table):
     for bad in ({}, "text", None, {"pwpa_table": 5}):
         with pytest.raises(pwpa.ArgumentError, match="saved state is not a pwpa table"):
             m2[1].load_state_dict({"_extra_state": bad})
+
+
+def test_profiles_name_the_op(sigmoid_table):
+    """Eager calls on plain tensors skip the dispatcher, except under torch.profiler, whose
+    profile then names pwpa::eval (and the backward op)."""
+    x = torch.linspace(-3, 3, 64, requires_grad=True)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        y = sigmoid_table(x.detach())
+        pt.pwpa_eval(x, sigmoid_table).sum().backward()
+    names = {e.key for e in prof.key_averages()}
+    assert "pwpa::eval" in names and "pwpa::eval_backward" in names, sorted(names)
+    assert torch.equal(y, sigmoid_table(x.detach()))

@@ -96,6 +96,8 @@ def _eval_backward_fake(grad: torch.Tensor, x: torch.Tensor, table: int) -> torc
 
 
 _dispatch_depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
+# Under torch.profiler the op is called, so that profiles show `pwpa::eval`.
+_profiling = getattr(torch.autograd, "_profiler_enabled", lambda: True)
 _function_mode = getattr(torch._C, "_is_torch_function_mode_enabled", None)
 
 
@@ -104,10 +106,11 @@ def _plain(*ts: torch.Tensor) -> bool:
     dispatcher (which costs about 35 us of host time per call, measured on an H100 host,
     bench/gpu_lab/call_overhead.py): ordinary eager tensors (not FakeTensor or another
     subclass, not functorch-wrapped, not meta), no Python dispatch or function mode
-    active, not under TorchScript tracing. Everything else calls the registered op."""
+    active, not under TorchScript tracing or the profiler. Everything else calls the
+    registered op."""
     if _dispatch_depth is None or _function_mode is None or _wrapped is None:
         return False
-    if _dispatch_depth() or _function_mode() or torch.jit.is_tracing():
+    if _dispatch_depth() or _function_mode() or torch.jit.is_tracing() or _profiling():
         return False
     return all(type(t) is torch.Tensor and not _wrapped(t) and t.device.type != "meta" for t in ts)
 
