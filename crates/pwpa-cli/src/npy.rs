@@ -158,22 +158,7 @@ pub fn parse_npy(bytes: &[u8]) -> Result<Array> {
     let (h, _) = read_header(&mut r)?;
     let nbytes = data_bytes(&h)?;
     let data = r;
-    if (data.len() as u64) < nbytes {
-        bail!(
-            "truncated data: shape {:?} of {} needs {} bytes, the file has {}",
-            h.shape,
-            h.dtype,
-            nbytes,
-            data.len()
-        );
-    }
-    if data.len() as u64 > nbytes {
-        bail!(
-            "{} unexpected bytes after the data of shape {:?}",
-            data.len() as u64 - nbytes,
-            h.shape
-        );
-    }
+    check_data_len(&h, nbytes, data.len() as u64)?;
     Ok(Array {
         dtype: h.dtype,
         shape: h.shape,
@@ -215,6 +200,27 @@ fn read_header(r: &mut dyn Read) -> Result<(Header, u64)> {
     let header =
         std::str::from_utf8(&header).map_err(|_| anyhow::anyhow!("the header is not text"))?;
     Ok((parse_header(header)?, start + header_len as u64))
+}
+
+/// The data after a header: exactly the `nbytes` its shape needs (`have` bytes are there).
+fn check_data_len(h: &Header, nbytes: u64, have: u64) -> Result<()> {
+    if have < nbytes {
+        bail!(
+            "truncated data: shape {:?} of {} needs {} bytes, the file has {}",
+            h.shape,
+            h.dtype,
+            nbytes,
+            have
+        );
+    }
+    if have > nbytes {
+        bail!(
+            "{} unexpected bytes after the data of shape {:?}",
+            have - nbytes,
+            h.shape
+        );
+    }
+    Ok(())
 }
 
 /// Bytes of data the header's shape and dtype need.
@@ -293,25 +299,7 @@ impl ArrayReader {
         let (h, start) = read_header(&mut reader).with_context(what)?;
         let nbytes = data_bytes(&h).with_context(what)?;
         if let Some(size) = size {
-            let have = size.saturating_sub(start);
-            if have < nbytes {
-                bail!(
-                    "{}: truncated data: shape {:?} of {} needs {} bytes, the file has {}",
-                    what(),
-                    h.shape,
-                    h.dtype,
-                    nbytes,
-                    have
-                );
-            }
-            if have > nbytes {
-                bail!(
-                    "{}: {} unexpected bytes after the data of shape {:?}",
-                    what(),
-                    have - nbytes,
-                    h.shape
-                );
-            }
+            check_data_len(&h, nbytes, size.saturating_sub(start)).with_context(what)?;
         }
         Ok(ArrayReader {
             dtype: h.dtype,

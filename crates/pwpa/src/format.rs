@@ -177,10 +177,10 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
     // A UTF-8 byte order mark (some Windows editors write one) is not JSON: skip it.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     // serde_json keeps the last of duplicate keys; a hand-edited or merged file with two
-    // "coefficients" must not load as one of them.
-    serde_json::from_str::<NoDuplicateKeys>(text).map_err(|e| Error::Format(e.to_string()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| Error::Format(e.to_string()))?;
+    // "coefficients" must not load as one of them (checked while parsing, in one pass).
+    let value = serde_json::from_str::<NoDuplicateKeys>(text)
+        .map_err(|e| Error::Format(e.to_string()))?
+        .0;
     let obj = value
         .as_object()
         .ok_or_else(|| Error::Format("the top level must be a JSON object".into()))?;
@@ -259,60 +259,67 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
     Ok((table, file.layout))
 }
 
-/// Any JSON value, checked for objects with a key given twice.
-struct NoDuplicateKeys;
+/// A JSON value, parsed with objects that give a key twice rejected.
+struct NoDuplicateKeys(serde_json::Value);
 
 impl<'de> Deserialize<'de> for NoDuplicateKeys {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        d.deserialize_any(NoDuplicateKeys)
+        d.deserialize_any(NoDuplicateKeysVisitor)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys {
+struct NoDuplicateKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeysVisitor {
     type Value = NoDuplicateKeys;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> std::result::Result<Self, E> {
-        Ok(self)
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys(v.into()))
     }
-    fn visit_i64<E>(self, _: i64) -> std::result::Result<Self, E> {
-        Ok(self)
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys(v.into()))
     }
-    fn visit_u64<E>(self, _: u64) -> std::result::Result<Self, E> {
-        Ok(self)
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys(v.into()))
     }
-    fn visit_f64<E>(self, _: f64) -> std::result::Result<Self, E> {
-        Ok(self)
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<NoDuplicateKeys, E> {
+        // (JSON numbers are finite: never null here.)
+        Ok(NoDuplicateKeys(v.into()))
     }
-    fn visit_str<E>(self, _: &str) -> std::result::Result<Self, E> {
-        Ok(self)
+    fn visit_str<E>(self, v: &str) -> std::result::Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys(v.into()))
     }
-    fn visit_unit<E>(self) -> std::result::Result<Self, E> {
-        Ok(self)
+    fn visit_unit<E>(self) -> std::result::Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys(serde_json::Value::Null))
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(
         self,
         mut seq: A,
-    ) -> std::result::Result<Self, A::Error> {
-        while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
-        Ok(self)
+    ) -> std::result::Result<NoDuplicateKeys, A::Error> {
+        let mut items = Vec::new();
+        while let Some(NoDuplicateKeys(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(NoDuplicateKeys(serde_json::Value::Array(items)))
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(
         self,
         mut map: A,
-    ) -> std::result::Result<Self, A::Error> {
-        let mut seen = std::collections::HashSet::new();
+    ) -> std::result::Result<NoDuplicateKeys, A::Error> {
+        let mut obj = serde_json::Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if !seen.insert(key.clone()) {
+            if obj.contains_key(&key) {
                 return Err(serde::de::Error::custom(format!(
                     "the key '{key}' appears twice in one object"
                 )));
             }
-            map.next_value::<NoDuplicateKeys>()?;
+            let NoDuplicateKeys(v) = map.next_value()?;
+            obj.insert(key, v);
         }
-        Ok(self)
+        Ok(NoDuplicateKeys(serde_json::Value::Object(obj)))
     }
 }
 

@@ -191,19 +191,25 @@ fn max_error_goal_finds_small_p_and_reports_unattainable() {
     assert!(max_abs(&od.table, gelu, -8.0, 8.0, 50_000) <= 1.02e-3);
     assert!(od.degree >= 1 && od.degree <= 4, "D = {}", od.degree);
 
-    let err = fit_function(
-        &func(&c, &f),
-        &FitOptions {
-            max_partitions: 8,
-            goal: Goal::MaxError {
-                error: 1e-6,
-                vary_degree: false,
+    // A max-error goal that fails: its error and how long it took.
+    let unreached = |error: f64, max_partitions: usize| {
+        let t0 = std::time::Instant::now();
+        let err = fit_function(
+            &func(&c, &f),
+            &FitOptions {
+                max_partitions,
+                goal: Goal::MaxError {
+                    error,
+                    vary_degree: false,
+                },
+                ..opts()
             },
-            ..opts()
-        },
-        &|_| {},
-    )
-    .unwrap_err();
+            &|_| {},
+        )
+        .unwrap_err();
+        (err, t0.elapsed())
+    };
+    let (err, _) = unreached(1e-6, 8);
     let msg = err.to_string();
     assert!(matches!(err, Error::Fit(_)));
     assert!(
@@ -212,49 +218,23 @@ fn max_error_goal_finds_small_p_and_reports_unattainable() {
     );
     // Below f32's own rounding of gelu (half an ulp of f near 8 is 2.4e-7): refused at
     // once, naming where, whatever the partition limit.
-    let t0 = std::time::Instant::now();
-    let err = fit_function(
-        &func(&c, &f),
-        &FitOptions {
-            max_partitions: 1 << 20,
-            goal: Goal::MaxError {
-                error: 1e-12,
-                vary_degree: false,
-            },
-            ..opts()
-        },
-        &|_| {},
-    )
-    .unwrap_err();
+    let (err, took) = unreached(1e-12, 1 << 20);
     let msg = err.to_string();
     assert!(
         msg.contains("out of reach of any table with f32 results"),
         "{msg}"
     );
     assert!(msg.contains("2.38"), "{msg}");
-    assert!(t0.elapsed().as_secs() < 10);
+    assert!(took.as_secs() < 10);
     // A goal just above that floor is searched for, and given up once the error stops
-    // falling near the floor (it used to double P up to the limit: minutes at 2^20).
-    let t0 = std::time::Instant::now();
-    let err = fit_function(
-        &func(&c, &f),
-        &FitOptions {
-            max_partitions: 1 << 20,
-            goal: Goal::MaxError {
-                error: 2.5e-7,
-                vary_degree: false,
-            },
-            ..opts()
-        },
-        &|_| {},
-    )
-    .unwrap_err();
+    // falling near the floor (it used to double P up to the limit).
+    let (err, took) = unreached(2.5e-7, 1 << 20);
     let msg = err.to_string();
     assert!(
         msg.contains("the error stopped falling") && msg.contains("best found"),
         "{msg}"
     );
-    assert!(t0.elapsed().as_secs() < 20, "{:?}", t0.elapsed());
+    assert!(took.as_secs() < 20, "{took:?}");
 }
 
 #[test]

@@ -252,11 +252,15 @@ struct Ctx<'a> {
     cancel: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
+/// Whether a cancellation flag ([`FitOptions::cancel`]) is set.
+fn is_set(flag: Option<&std::sync::atomic::AtomicBool>) -> bool {
+    flag.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+}
+
 impl Ctx<'_> {
     /// Whether the fit was cancelled (pieces then skip their work).
     fn cancelled(&self) -> bool {
-        self.cancel
-            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+        is_set(self.cancel)
     }
 
     /// [`Error::Cancelled`] once the fit was cancelled.
@@ -484,11 +488,7 @@ pub fn fit_function(
     left.validate("left")?;
     right.validate("right")?;
 
-    let cancelled = || {
-        opts.cancel
-            .as_ref()
-            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
-    };
+    let cancelled = || is_set(opts.cancel.as_deref());
     let checked = exact.unwrap_or(DType::BF16);
     let refs_in = verify::references(checked, Some((lo32, hi32)), f);
     let refs_all = verify::references(checked, None, f);
@@ -768,12 +768,17 @@ fn point_error(ctx: &Ctx, table: &Table, x: f32) -> (f64, f64) {
     let want = (ctx.f)(x as f64);
     let got = table.eval_f32(x) as f64;
     let abs = (got - want).abs();
-    let m = match ctx.measure {
+    (measured(ctx.measure, abs, want), abs)
+}
+
+/// The error `abs` = |got − want| in `measure`: relative error counts only where
+/// |want| ≥ [`crate::metrics::REL_FLOOR`] (0 below it).
+fn measured(measure: ErrorMeasure, abs: f64, want: f64) -> f64 {
+    match measure {
         ErrorMeasure::Absolute => abs,
         ErrorMeasure::Relative if want.abs() < crate::metrics::REL_FLOOR => 0.0,
         ErrorMeasure::Relative => abs / want.abs(),
-    };
-    (m, abs)
+    }
 }
 
 /// Error of the f32 table on a sweep of each piece (up to 1,024 points per piece, the
@@ -824,13 +829,7 @@ fn f32_rounding_floor(ctx: &Ctx) -> (f64, f32, f64) {
             if !want.is_finite() || !near.is_finite() {
                 return (0.0, x, want);
             }
-            let abs = (near - want).abs();
-            let e = match ctx.measure {
-                ErrorMeasure::Absolute => abs,
-                ErrorMeasure::Relative if want.abs() < crate::metrics::REL_FLOOR => 0.0,
-                ErrorMeasure::Relative => abs / want.abs(),
-            };
-            (e, x, want)
+            (measured(ctx.measure, (near - want).abs(), want), x, want)
         })
         .reduce(|| (0.0, 0.0, 0.0), |a, b| if b.0 > a.0 { b } else { a })
 }
