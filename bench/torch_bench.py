@@ -14,7 +14,13 @@ Timings: median of --reps runs after warm-up (CUDA events on GPU, perf_counter o
 On the GPU each timed run is --calls back-to-back calls between two events, divided by
 --calls: the device time of the op in a stream of work, with each call's host-side
 dispatch (Python, the custom op, the launch) overlapping the previous call's kernel, as
-in a model's forward pass. --calls 1 times single calls, host latency included.
+in a model's forward pass. So that the first call's dispatch overlaps work too, a
+spin kernel (torch.cuda._sleep) of about twice the host time of the run's calls is
+queued before the start event: the GPU is busy while the host records the event and
+launches the calls, as it is inside a model, and the events time the kernels alone.
+--host-latency leaves the GPU idle at the start event instead (the first call's host
+time is then counted, divided by --calls); --calls 1 --host-latency times single calls,
+host latency included. Host time per call is measured by bench/gpu_lab/call_overhead.py.
 """
 
 from __future__ import annotations
@@ -36,6 +42,12 @@ def _parse():
     p.add_argument("--threads", type=int, default=2, help="CPU threads (torch and pwpa)")
     p.add_argument("--reps", type=int, default=None, help="timed repetitions (default 20 cuda, 5 cpu)")
     p.add_argument("--calls", type=int, default=5, help="back-to-back calls per timed GPU run (default 5)")
+    p.add_argument(
+        "--host-latency",
+        action="store_true",
+        help="GPU idle at each timed run's start event (counts the first call's host time); default: "
+        "a spin kernel queued first keeps the GPU busy while the calls are launched",
+    )
     p.add_argument("--functions", default=None, help="comma-separated subset")
     p.add_argument("--dtypes", default="f32,bf16,f16")
     p.add_argument("--tables", default=None, help="directory of <name>.json tables to use instead of fitting")
@@ -125,16 +137,49 @@ def get_table(name, spec):
         return None, f"no table: {e}"
 
 
+def _sleep_cycles_per_us():
+    """Clock cycles of torch.cuda._sleep per microsecond on this GPU (measured once)."""
+    global _CYC_PER_US
+    if _CYC_PER_US is None:
+        torch.cuda._sleep(1000)
+        torch.cuda.synchronize()
+        rates = []
+        for _ in range(3):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            torch.cuda._sleep(2_000_000)
+            e.record()
+            e.synchronize()
+            rates.append(2_000_000 / (s.elapsed_time(e) * 1e3))
+        _CYC_PER_US = statistics.median(rates)
+    return _CYC_PER_US
+
+
+_CYC_PER_US = None
+
+
 def timer(device):
     if device == "cuda":
 
         def run(fn, reps):
             fn()
             torch.cuda.synchronize()
-            times = []
             calls = max(1, ARGS.calls)
+            lead = 0
+            if not ARGS.host_latency:
+                # The host time of one run's calls (launches only: the GPU is idle here, so
+                # nothing waits), doubled, plus 100 us for the event records.
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    fn()
+                host_us = (time.perf_counter() - t0) * 1e6
+                torch.cuda.synchronize()
+                lead = int((2.0 * host_us + 100.0) * _sleep_cycles_per_us())
+            times = []
             for _ in range(reps):
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                if lead:
+                    torch.cuda._sleep(lead)
                 s.record()
                 for _ in range(calls):
                     fn()
@@ -326,7 +371,16 @@ def write(rows, device, dev_name, n, reps):
         f"- device: {dev_name}",
         f"- command: `{cmd}`",
         f"- N = {n} (2^{int(math.log2(n))}), median of {reps} runs"
-        + (f" of {max(1, ARGS.calls)} back-to-back calls each (time per call)" if device == "cuda" else "")
+        + (
+            f" of {max(1, ARGS.calls)} back-to-back calls each (time per call; "
+            + (
+                "GPU idle at the start event: the first call's host time counted)"
+                if ARGS.host_latency
+                else "a spin kernel queued first: kernel time, host dispatch overlapped)"
+            )
+            if device == "cuda"
+            else ""
+        )
         + f"; torch {torch.__version__}, pwpa {pwpa.__version__}",
         "- copy = `y.copy_(x)` of the same bytes; `x/copy` = copy time / x time (1.0 = at the bandwidth roof);"
         " speedup = PyTorch time / pwpa time",
