@@ -422,9 +422,12 @@ fn cuda_single(a: &BenchArgs, b: &Arc<CudaBackend>) -> Result<(Vec<Row>, String)
         "result table (every 16-bit input's result in shared memory)".to_string()
     } else {
         let (spec, smem) = ct.spec(a.dtype, a.dtype, None, false);
+        // The register line (first line of the report: registers, spills, static smem).
+        let regs = b.kernel_report(&spec)?;
         format!(
-            "polynomial kernel, {smem} B of shared memory: {}",
-            spec.describe()
+            "polynomial kernel, {smem} B of shared memory: {}; {}",
+            spec.describe(),
+            regs.lines().next().unwrap_or("").trim()
         )
     };
     let bufs = upload_inputs(b, &table, a.dtype, n, 2, a.normal)?;
