@@ -650,10 +650,9 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 //     l, l + 32, ... of a step, with no barrier: the warps drift apart and one warp's loads
 //     overlap another's arithmetic (best for tables whose lookups cost most; the host
 //     chooses, CudaTable::spec).
-// Every taker takes exactly one ticket past the last tile, so a launch takes ntiles +
-// (takers in the grid) tickets; the taker that takes the last one sets the counter back to
-// zero for the next launch on the stream. The next ticket is taken while the current tile
-// is in flight.
+// A taker's first tile is its own index (see NTAKERS), the rest come from the counter; the
+// taker that takes the launch's last counter ticket sets it back to zero for the next launch
+// on the stream. The next ticket is taken while the current tile is in flight.
 #if WSUB == 0
 #define TK_THREADS BLOCK
 #define TK_STEPS 1
@@ -667,8 +666,16 @@ static_assert(IN_T == 0, "compaction: f32 input only (16-bit inputs look their e
 static_assert(UNROLL * VE <= 32, "compaction: one mask bit per element of a thread's tile");
 #endif
 
-__device__ __forceinline__ void ticket_done(u32* ctr, u32 t, u64 ntiles) {
-    if ((u64)t == ntiles + (u64)gridDim.x * (BLOCK / TK_THREADS) - 1) atomicExch(ctr, 0u);
+// Takers in the grid (blocks, or warps with tiles per warp). Taker g's first tile is g;
+// the counter hands out the rest: counter ticket c is tile NTAKERS + c.
+#define NTAKERS (gridDim.x * (BLOCK / TK_THREADS))
+
+// Every taker whose first tile exists takes counter tickets until one is past the last
+// tile: ntiles tickets in all (max(ntiles - W, 0) tiles, then one past the end for each of
+// the min(ntiles, W) takers), so the taker of counter ticket ntiles - 1 is the launch's last
+// user of the counter and sets it back to zero.
+__device__ __forceinline__ void ticket_done(u32* ctr, u32 c, u64 ntiles) {
+    if ((u64)c == ntiles - 1) atomicExch(ctr, 0u);
 }
 
 #if COMPACT
@@ -700,14 +707,12 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
 #if WSUB == 0
     __shared__ u32 tk[2];
 #endif
-    u32 t0 = 0;
-    if (tkl == 0 && ntiles > 0) {
-        t0 = atomicAdd(ctr, 1u);
-        ticket_done(ctr, t0, ntiles);
+    // The first tile is the taker's index (no ticket: an atomic from every warp of the grid
+    // at once queued for up to ~8 us on an H100).
+    const u32 t0 = (WSUB == 0) ? blockIdx.x : blockIdx.x * (BLOCK / 32u) + (threadIdx.x >> 5);
 #if WSUB == 0
-        tk[0] = t0;
+    if (threadIdx.x == 0) tk[0] = t0;
 #endif
-    }
     Tab tb = stage(p);  // ends with a barrier (tk[0] is visible)
     const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u64 stride = (u64)gridDim.x * blockDim.x;
@@ -739,7 +744,7 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
     out_t* dyv = dy + vbeg;
 #endif
 #if WSUB != 0
-    u32 tw = __shfl_sync(0xFFFFFFFFu, t0, 0);
+    u32 tw = t0;
 #endif
     for (u32 k = 0;; ++k) {
 #if WSUB == 0
@@ -898,12 +903,12 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
 #if WSUB == 0
         if (threadIdx.x == 0) {
             ticket_done(ctr, nt, ntiles);
-            tk[(k + 1u) & 1u] = nt;
+            tk[(k + 1u) & 1u] = NTAKERS + nt;
         }
         __syncthreads();
 #else
         if (tkl == 0) ticket_done(ctr, nt, ntiles);
-        tw = __shfl_sync(0xFFFFFFFFu, nt, 0);
+        tw = NTAKERS + __shfl_sync(0xFFFFFFFFu, nt, 0);
 #endif
     }
 }
