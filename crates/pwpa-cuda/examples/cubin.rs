@@ -2,7 +2,7 @@
 //! sm_90 and writes its CUBIN, for `nvdisasm` instruction counts (bench/gpu_lab/sass.sh).
 //!
 //! `cargo run --release -p pwpa-cuda --example cubin -- OUT.cubin [key=value ...]`
-//! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, grad, taillut, full_lut, wsub, repl, replt, swz, crepl, anchors,
+//! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, grad, taillut, full_lut, wsub, gw, repl, replt, swz, crepl, anchors,
 //! unroll, x (f32|f16|bf16), y. The defaults are the exp table's kernel (one piece of
 //! degree 3, exp2 tails on both sides, gathered tails, tickets per block).
 use pwpa::DType;
@@ -46,6 +46,7 @@ fn main() {
         taillut: false,
         full_lut: false,
         wsub: 0,
+        gw: 1,
     };
     for a in args {
         let Some((k, v)) = a.split_once('=') else {
@@ -70,6 +71,7 @@ fn main() {
             "taillut" => s.taillut = n() != 0,
             "full_lut" => s.full_lut = n() != 0,
             "wsub" => s.wsub = n(),
+            "gw" => s.gw = n(),
             "repl" => s.repl = n(),
             "replt" => s.replt = n(),
             "swz" => s.swz = n() != 0,

@@ -646,10 +646,11 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 //   WSUB == 0: the block; a tile is BLOCK * UNROLL 16-byte chunks, thread t taking chunks
 //     t, t + BLOCK, ... of it, and the next ticket passes through shared memory with a
 //     block barrier per tile, so the block's warps load together (best for light tables);
-//   WSUB > 0: each warp; a tile is WSUB steps of 32 * UNROLL chunks, lane l taking chunks
-//     l, l + 32, ... of a step, with no barrier: the warps drift apart and one warp's loads
-//     overlap another's arithmetic (best for tables whose lookups cost most; the host
-//     chooses, CudaTable::spec).
+//   WSUB > 0: each warp, or each group of GW warps; a tile is WSUB steps of 32 * GW * UNROLL
+//     chunks, thread l of the taker taking chunks l, l + 32 GW, ... of a step, with no block
+//     barrier (a group's named barrier passes its next ticket on): the warps or groups drift
+//     apart and one's loads overlap another's arithmetic (best for tables whose lookups cost
+//     most, groups of 4 for compaction; the host chooses, CudaTable::spec).
 // A taker's first tile is its own index (see NTAKERS), the rest come from the counter; the
 // taker that takes the launch's last counter ticket sets it back to zero for the next launch
 // on the stream. The next ticket is taken while the current tile is in flight.
@@ -657,7 +658,7 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 #define TK_THREADS BLOCK
 #define TK_STEPS 1
 #else
-#define TK_THREADS 32
+#define TK_THREADS (32 * GW)
 #define TK_STEPS WSUB
 #endif
 #define WTILE ((u64)TK_THREADS * UNROLL * TK_STEPS)
@@ -703,13 +704,19 @@ __device__ __forceinline__ void compact_first(const Params& p, const Tab& tb, co
 extern "C" __global__ void __launch_bounds__(BLOCK)
 pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32* ctr, Params p) {
     const u64 ntiles = (nchunks + WTILE - 1) / WTILE;
-    const u32 tkl = (WSUB == 0) ? threadIdx.x : (threadIdx.x & 31u);  // thread within its taker
+    const u32 tkl = (WSUB == 0) ? threadIdx.x : (threadIdx.x % TK_THREADS);  // thread within its taker
+#if WSUB != 0 && GW > 1
+    // Tickets per group of GW warps (tuning): passed on through shared memory and a named
+    // barrier of the group's threads.
+    __shared__ u32 gtk[2][BLOCK / 32];
+    const u32 grp = threadIdx.x / TK_THREADS;
+#endif
 #if WSUB == 0
     __shared__ u32 tk[2];
 #endif
     // The first tile is the taker's index (no ticket: an atomic from every warp of the grid
     // at once queued for up to ~8 us on an H100).
-    const u32 t0 = (WSUB == 0) ? blockIdx.x : blockIdx.x * (BLOCK / 32u) + (threadIdx.x >> 5);
+    const u32 t0 = (WSUB == 0) ? blockIdx.x : blockIdx.x * (BLOCK / TK_THREADS) + threadIdx.x / TK_THREADS;
 #if WSUB == 0
     if (threadIdx.x == 0) tk[0] = t0;
 #endif
@@ -907,8 +914,17 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
         }
         __syncthreads();
 #else
+#if GW > 1
+        if (tkl == 0) {
+            ticket_done(ctr, nt, ntiles);
+            gtk[k & 1u][grp] = NTAKERS + nt;
+        }
+        asm volatile("bar.sync %0, %1;" ::"r"(1u + grp), "r"((u32)TK_THREADS) : "memory");
+        tw = gtk[k & 1u][grp];
+#else
         if (tkl == 0) ticket_done(ctr, nt, ntiles);
         tw = NTAKERS + __shfl_sync(0xFFFFFFFFu, nt, 0);
+#endif
 #endif
     }
 }

@@ -399,6 +399,10 @@ pub struct KernelSpec {
     /// together), else per warp, a tile being `wsub` steps of 32 × `unroll` chunks (no
     /// barrier: one warp's loads overlap another's arithmetic). See [`CudaTable::spec`].
     pub wsub: u32,
+    /// With tickets per warp (`wsub` > 0): the warps that take a tile together (1, or 4,
+    /// 8, 16 through a named barrier of the group; a tile is then `wsub` steps of
+    /// 32 × `gw` × `unroll` chunks). See [`CudaTable::spec`].
+    pub gw: u32,
 }
 
 fn dcode(d: DType) -> u32 {
@@ -581,7 +585,14 @@ impl KernelSpec {
             ));
         }
         if self.wsub > 0 {
-            d.push_str(&format!(", tiles per warp ({} steps)", self.wsub));
+            if self.gw > 1 {
+                d.push_str(&format!(
+                    ", tiles per group of {} warps ({} steps)",
+                    self.gw, self.wsub
+                ));
+            } else {
+                d.push_str(&format!(", tiles per warp ({} steps)", self.wsub));
+            }
         } else {
             d.push_str(", tiles per block");
         }
@@ -592,7 +603,10 @@ impl KernelSpec {
     /// block with tickets per block, else each warp (the kernel's WTILE and TK_THREADS).
     pub fn tiles(&self) -> (u64, u32) {
         if self.wsub > 0 {
-            (32 * self.unroll as u64 * self.wsub as u64, self.block / 32)
+            (
+                32 * self.gw as u64 * self.unroll as u64 * self.wsub as u64,
+                self.block / (32 * self.gw),
+            )
         } else {
             (self.block as u64 * self.unroll as u64, 1)
         }
@@ -642,6 +656,7 @@ impl KernelSpec {
             }
             None => s.push_str("#define FUSED 0\n#define DEG2 0\n#define NQ2 1\n#define TW2 0\n#define HASA2 1\n#define LT2 0\n#define RT2 0\n#define LXD2 1\n#define RXD2 1\n"),
         }
+        s.push_str(&format!("#define GW {}\n", self.gw));
         s.push_str(PWPA_CU);
         s
     }
@@ -725,6 +740,19 @@ pub(crate) fn lut_unroll(unroll: u32, peak_bw: f64) -> u32 {
 fn wsub_override() -> Option<u32> {
     static WSUB: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     env_value(&WSUB, "PWPA_CUDA_WSUB", |w| *w <= 64)
+}
+
+/// Warps per tile taker (`gw`) for `block` threads: `want` (1, 4, 8 or 16), or
+/// PWPA_CUDA_GW (tuning; read once per process) where set; 1 where the block cannot hold
+/// whole groups, at most 15 of them (named barriers 1 to 15).
+fn warp_group(block: u32, want: u32) -> u32 {
+    static GW: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let g = env_value(&GW, "PWPA_CUDA_GW", |g| [1, 4, 8, 16].contains(g)).unwrap_or(want);
+    if g > 1 && block % (32 * g) == 0 && block / (32 * g) <= 15 {
+        g
+    } else {
+        1
+    }
 }
 
 /// PWPA_CUDA_GRID (tuning; read once per process): the streaming kernels' grid is capped
@@ -1263,6 +1291,7 @@ impl CudaTable {
             taillut: false,
             full_lut: false,
             wsub: 0,
+            gw: 1,
         };
         if let Some(bytes) = full_bytes {
             let spec = KernelSpec {
@@ -1412,6 +1441,18 @@ impl CudaTable {
             WARP_TILE_STEPS
         };
         let wsub = wsub_override().unwrap_or(if per_warp { steps } else { 0 });
+        // Compaction kernels with tickets per warp take a tile per group of 4 warps (a named
+        // barrier per tile): measured on an H100 (2026-11-27, session 19,
+        // bench/gpu_lab/fixed_cost.py, f32, N(0, 16), 2^28, warps per tile 1 → 4 | 8 | 16):
+        // gelu 739.4 → 727.4 | 732.9 | 747.5 µs, exp 740.5 → 734.1 | 729.6 | 722.7 µs (copy
+        // 712–713); one warp per tile lost throughput (368 against copy's 377 Gelem/ms; tanh
+        // with tickets per warp the same), a block per tile stalls the block on compaction's
+        // uneven work. Not measured on faster devices: one warp there.
+        let gw = if wsub > 0 {
+            warp_group(block, if compact && !fast_f32 { 4 } else { 1 })
+        } else {
+            1
+        };
         let rec_smem = if smem_rec { rec_r(repl, replt) } else { 0 };
         let idx = self.idx_bytes(crepl);
         let smem =
@@ -1438,6 +1479,7 @@ impl CudaTable {
                 compact,
                 taillut,
                 wsub,
+                gw,
                 ..base
             },
             smem,

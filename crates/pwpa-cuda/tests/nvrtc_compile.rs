@@ -53,6 +53,7 @@ fn large_block_spec(xd: DType, yd: DType) -> KernelSpec {
         taillut: false,
         full_lut: false,
         wsub: 0,
+        gw: 1,
     }
 }
 
@@ -124,8 +125,9 @@ fn every_specialisation_compiles_for_sm90() {
                                     && xd != DType::F32
                                     && (tails.0 == 3 || tails.1 == 3),
                                 full_lut: false,
-                                // Tile tickets per block and per warp.
+                                // Tile tickets per block, per warp and per group of 4 warps.
                                 wsub: [0, 2][k % 2],
+                                gw: [1, 1, 1, 4][k % 4],
                             };
                             let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
                                 .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
