@@ -751,7 +751,7 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
     out_t* dyv = dy + vbeg;
 #endif
 #if WSUB != 0
-    u32 tw = t0;
+    u32 tw = __shfl_sync(0xFFFFFFFFu, t0, 0);  // warp-uniform in a register the compiler knows
 #endif
     for (u32 k = 0;; ++k) {
 #if WSUB == 0
@@ -923,7 +923,7 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
         tw = gtk[k & 1u][grp];
 #else
         if (tkl == 0) ticket_done(ctr, nt, ntiles);
-        tw = NTAKERS + __shfl_sync(0xFFFFFFFFu, nt, 0);
+        tw = __shfl_sync(0xFFFFFFFFu, NTAKERS + nt, 0);
 #endif
 #endif
     }
