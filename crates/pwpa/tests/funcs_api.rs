@@ -230,6 +230,53 @@ fn expressions_parse_and_evaluate() {
     }
 }
 
+/// A two-argument function may be an argument of another one, in either place, and
+/// `atan2` takes two arguments (exmex's own comma handling failed on a nested call in
+/// the second argument, and the normalizer counted atan2 as unary).
+#[test]
+fn nested_two_argument_calls_parse() {
+    let clip = |x: f64| x.clamp(-1.0, 1.0);
+    let cases: Vec<(&str, Box<dyn Fn(f64) -> f64>)> = vec![
+        ("max(-1,min(x,1))", Box::new(clip)),
+        ("max(-1, min(x, 1))", Box::new(clip)),
+        ("min(max(x,-1),1)", Box::new(clip)),
+        ("max(min(x,1),-1)", Box::new(clip)),
+        ("min(x,max(x,1))", Box::new(|x: f64| x.min(x.max(1.0)))),
+        (
+            "pow(2, pow(x,2))",
+            Box::new(|x: f64| 2f64.powf(x.powf(2.0))),
+        ),
+        ("pow(x,max(x,1))", Box::new(|x: f64| x.powf(x.max(1.0)))),
+        ("atan2(x,1)", Box::new(|x: f64| x.atan2(1.0))),
+        ("atan2(1, x)", Box::new(|x: f64| 1f64.atan2(x))),
+        ("atan2(-x, -2)", Box::new(|x: f64| (-x).atan2(-2.0))),
+        (
+            "max(min(x, 1), min(-x, max(x, 0.5)))",
+            Box::new(|x: f64| x.min(1.0).max((-x).min(x.max(0.5)))),
+        ),
+        (
+            "pow(max(x,1), min(2, max(x, 0)))^2 - 1",
+            Box::new(|x: f64| x.max(1.0).powf(2f64.min(x.max(0.0))).powf(2.0) - 1.0),
+        ),
+        ("-max(x, 0)^2", Box::new(|x: f64| -(x.max(0.0).powf(2.0)))),
+        (
+            "2*min(x,1)+max(x,-1)*3",
+            Box::new(|x: f64| 2.0 * x.min(1.0) + x.max(-1.0) * 3.0),
+        ),
+    ];
+    for (expr, f) in &cases {
+        let t = Target::parse(expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
+        for i in -40..=40 {
+            let x = i as f64 * 0.1 + 0.05;
+            let (got, want) = (t.eval(x), f(x));
+            assert!(
+                got == want || (got - want).abs() <= 1e-15 * want.abs(),
+                "{expr} at {x}: {got} vs {want}"
+            );
+        }
+    }
+}
+
 #[test]
 fn bad_expressions_are_clear_errors() {
     for (expr, needle) in [
@@ -243,6 +290,16 @@ fn bad_expressions_are_clear_errors() {
         ("x**2", "use ^ for powers"),
         ("1e999*x", "overflows"),
         ("x+", ""),
+        ("atan2(x)", "takes 2 arguments (got 1)"),
+        ("sin(x, 1)", "takes 1 argument (got 2)"),
+        ("max(x, 1, 2)", "takes 2 arguments (got 3)"),
+        ("max(x, )", "empty argument (2 of 2)"),
+        ("sin()", "empty argument"),
+        ("(x, 1)", "',' separates"),
+        ("x, 1", "',' separates"),
+        ("max(x, (1, 2))", "',' separates"),
+        ("max(x, min(x, 1)", "missing ')'"),
+        ("x (x+1)", "missing operator"),
     ] {
         match Target::parse(expr) {
             Err(Error::Expression { expr: e, reason }) => {
@@ -607,8 +664,47 @@ fn unknown_functions_are_named() {
         );
     }
     // Known functions, constants and exponents are not mistaken for unknown ones.
-    for good in ["x*1e-3+exp(x)", "pi*x", "e*x", "x", "max(x, 0)", "gelu(x)"] {
+    for good in [
+        "x*1e-3+exp(x)",
+        "pi*x",
+        "e*x",
+        "x",
+        "max(x, 0)",
+        "gelu(x)",
+        "floor(x)",
+        "atan2(x, 2)",
+        "tau*x",
+        "τ*x",
+        "π*E*x",
+    ] {
         assert!(Target::parse(good).is_ok(), "{good}");
+    }
+    // The list of known functions in the message is the real one.
+    let e = Target::parse("foo(x, 1)").err().unwrap().to_string();
+    assert!(e.contains("unknown function 'foo'"), "{e}");
+    for name in [
+        "asin",
+        "acos",
+        "atan,",
+        "asinh",
+        "acosh",
+        "atanh",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "signum",
+        "gelu_tanh",
+        "atan2(y, x)",
+        "pow(a, b)",
+        "min(a, b)",
+        "max(a, b)",
+        "tau",
+        "τ",
+        "PI",
+        "E",
+    ] {
+        assert!(e.contains(name), "{name} missing from: {e}");
     }
 }
 
@@ -622,6 +718,8 @@ fn deeply_nested_expressions_are_errors_not_stack_overflows() {
         format!("{}x", "-".repeat(50_000)),
         format!("{}x{}", "exp(".repeat(20_000), ")".repeat(20_000)),
         format!("x{}", "^x".repeat(50_000)),
+        format!("{}x{}", "max(1,".repeat(20_000), ")".repeat(20_000)),
+        format!("{}x{}", "min(".repeat(20_000), ",1)".repeat(20_000)),
     ];
     std::thread::Builder::new()
         .stack_size(2 << 20)
@@ -642,6 +740,11 @@ fn deeply_nested_expressions_are_errors_not_stack_overflows() {
                 want = want.tanh();
             }
             assert_eq!(t.eval(0.5), want);
+            // Two-argument calls become parenthesised infix operators: the deepest
+            // accepted nesting of them still parses within the stack.
+            let e = format!("{}x{}", "max(-1,min(".repeat(127), ",1))".repeat(127));
+            let t = Target::parse(&e).unwrap();
+            assert_eq!((t.eval(0.5), t.eval(3.0)), (0.5, 1.0));
         })
         .unwrap()
         .join()

@@ -141,7 +141,8 @@ impl Expression {
             // name the function instead.
             match unknown_call(trimmed) {
                 Some(name) => err(format!(
-                    "unknown function '{name}' (known functions: {KNOWN_FUNCTIONS})"
+                    "unknown function '{name}' (known functions: {})",
+                    registry().listing
                 )),
                 None => err(e.to_string()),
             }
@@ -161,7 +162,7 @@ impl Expression {
                     .map(|v| format!("'{v}'"))
                     .collect::<Vec<_>>()
                     .join(", "),
-                KNOWN_FUNCTIONS
+                registry().listing
             )));
         }
         let has_x = vars.len() == 1;
@@ -197,23 +198,66 @@ impl Expression {
     }
 }
 
-/// The names listed in errors.
-/// The first name in `text` that is called like a function (`name(`) but is not one of
-/// [`KNOWN_FUNCTIONS`].
+/// The names an expression may use, read from [`PwpaOps`] (so that the lists in error
+/// messages and the arity checks cannot drift from the operators that exist).
+struct Registry {
+    /// Functions of one argument, in registration order.
+    unary: Vec<&'static str>,
+    /// Functions of two arguments called as `name(a, b)`.
+    binary: Vec<&'static str>,
+    /// Named constants.
+    constants: Vec<&'static str>,
+    /// The list shown in errors: "exp, exp2, …, pow(a, b), …; constants pi, …".
+    listing: String,
+}
+
+fn registry() -> &'static Registry {
+    static REG: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+    REG.get_or_init(|| {
+        let named = |r: &str| r.starts_with(|c: char| c.is_alphabetic() || c == '_');
+        let (mut unary, mut binary, mut constants) = (Vec::new(), Vec::new(), Vec::new());
+        for op in PwpaOps::make() {
+            let r: &'static str = op.repr();
+            if !named(r) {
+                continue;
+            }
+            if op.constant().is_some() {
+                constants.push(r);
+            } else if op.has_bin() {
+                binary.push(r);
+            } else if op.has_unary() {
+                unary.push(r);
+            }
+        }
+        let mut funcs: Vec<String> = unary.iter().map(|s| s.to_string()).collect();
+        funcs.extend(binary.iter().map(|b| {
+            if *b == "atan2" {
+                format!("{b}(y, x)")
+            } else {
+                format!("{b}(a, b)")
+            }
+        }));
+        let listing = format!("{}; constants {}", funcs.join(", "), constants.join(", "));
+        Registry {
+            unary,
+            binary,
+            constants,
+            listing,
+        }
+    })
+}
+
+/// The first name in `text` that is called like a function (`name(`) but is not a
+/// function of [`PwpaOps`].
 fn unknown_call(text: &str) -> Option<String> {
-    let known: Vec<&str> = KNOWN_FUNCTIONS
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .split(',')
-        .map(|f| f.trim().split('(').next().unwrap_or("").trim())
-        .collect();
+    let reg = registry();
+    let known = |n: &str| reg.unary.contains(&n) || reg.binary.contains(&n);
     let c: Vec<char> = text.chars().collect();
     let mut i = 0;
     while i < c.len() {
-        if c[i].is_ascii_alphabetic() || c[i] == '_' {
+        if c[i].is_alphabetic() || c[i] == '_' {
             let start = i;
-            while i < c.len() && (c[i].is_ascii_alphanumeric() || c[i] == '_') {
+            while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_') {
                 i += 1;
             }
             let name: String = c[start..i].iter().collect();
@@ -221,7 +265,7 @@ fn unknown_call(text: &str) -> Option<String> {
             while j < c.len() && c[j].is_whitespace() {
                 j += 1;
             }
-            if j < c.len() && c[j] == '(' && !known.contains(&name.as_str()) {
+            if j < c.len() && c[j] == '(' && !known(&name) {
                 return Some(name);
             }
         } else if c[i].is_ascii_digit() || c[i] == '.' {
@@ -236,16 +280,19 @@ fn unknown_call(text: &str) -> Option<String> {
     None
 }
 
-const KNOWN_FUNCTIONS: &str = "exp, exp2, expm1, ln, log, log1p, log2, log10, sqrt, rsqrt, \
-cbrt, abs, sin, cos, tan, sinh, cosh, tanh, erf, erfc, sigmoid, softplus, gelu, gelu_tanh, silu, \
-mish, elu, selu, relu, log_sigmoid, hardswish, pow(a, b), min(a, b), max(a, b); constants pi, e";
-
-const COMMA: &str = "',' separates the two arguments of pow, min and max, and nothing else";
+const COMMA: &str = "',' separates the arguments of a function call (pow, atan2, min, max), \
+and nothing else";
 
 /// Rewrites an expression into exmex syntax with conventional precedence: powers
 /// become `(base)^(exponent)` (right-associative), a unary minus applies to the
-/// whole power chain after it (`-(…)`), and numbers in scientific notation are
-/// written out in full decimal (which round-trips exactly).
+/// whole power chain after it (`-(…)`), numbers in scientific notation are
+/// written out in full decimal (which round-trips exactly), and a call of a
+/// two-argument function `f(a, b)` becomes the infix `((a)f(b))`.
+///
+/// exmex's own handling of the call syntax (it rewrites each ',' while tokenizing,
+/// with one flag for the parenthesis to close) fails when the second argument holds
+/// another two-argument call (`max(-1, min(x, 1))`: "parentheses mismatch"), so
+/// no comma ever reaches it.
 pub fn normalize(text: &str) -> std::result::Result<String, String> {
     let mut n = Normalizer {
         c: text.chars().collect(),
@@ -253,7 +300,8 @@ pub fn normalize(text: &str) -> std::result::Result<String, String> {
         depth: 0,
     };
     let mut out = String::with_capacity(text.len() * 2);
-    if n.expr(&mut out)? > 0 {
+    n.expr(&mut out)?;
+    if n.peek() == Some(',') {
         return Err(COMMA.into());
     }
     if n.i < n.c.len() {
@@ -285,14 +333,12 @@ impl Normalizer {
         }
     }
 
-    /// Operands separated by binary operators, up to ')' or the end; returns the
-    /// number of commas at this level (the arguments of pow, min, max).
-    fn expr(&mut self, out: &mut String) -> std::result::Result<usize, String> {
-        let mut commas = 0;
+    /// Operands separated by binary operators, up to ')', ',' or the end.
+    fn expr(&mut self, out: &mut String) -> std::result::Result<(), String> {
         loop {
             self.ws();
             match self.peek() {
-                None | Some(')') => return Ok(commas),
+                None | Some(')' | ',') => return Ok(()),
                 _ => {}
             }
             let start = self.i;
@@ -300,9 +346,8 @@ impl Normalizer {
             let left: String = self.c[start..self.i].iter().collect();
             self.ws();
             match self.peek() {
-                None | Some(')') => return Ok(commas),
-                Some(op @ ('+' | '-' | '*' | '/' | ',')) => {
-                    commas += usize::from(op == ',');
+                None | Some(')' | ',') => return Ok(()),
+                Some(op @ ('+' | '-' | '*' | '/')) => {
                     out.push(op);
                     self.i += 1;
                 }
@@ -313,7 +358,8 @@ impl Normalizer {
                     let left = left.trim();
                     let bare_name = left.chars().all(|ch| ch.is_alphanumeric() || ch == '_')
                         && left.starts_with(|ch: char| ch.is_alphabetic() || ch == '_')
-                        && !matches!(left, "x" | "pi" | "e");
+                        && left != "x"
+                        && !registry().constants.contains(&left);
                     if !bare_name {
                         return Err(format!(
                             "missing operator between '{left}' and '{next}' at position {} \
@@ -375,18 +421,27 @@ impl Normalizer {
         Ok(())
     }
 
-    /// `( expr )` at the current '('; returns the commas inside at its level.
-    fn parenthesised(&mut self, out: &mut String) -> std::result::Result<usize, String> {
+    /// The comma-separated expressions inside the parentheses at the current '(',
+    /// each normalized on its own.
+    fn arguments(&mut self) -> std::result::Result<Vec<String>, String> {
         let start = self.i;
         self.i += 1;
-        out.push('(');
-        let commas = self.expr(out)?;
+        let mut args = Vec::new();
+        loop {
+            let mut arg = String::new();
+            self.expr(&mut arg)?;
+            args.push(arg);
+            if self.peek() == Some(',') {
+                self.i += 1;
+            } else {
+                break;
+            }
+        }
         if self.peek() != Some(')') {
             return Err(format!("missing ')' for the '(' at position {}", start + 1));
         }
         self.i += 1;
-        out.push(')');
-        Ok(commas)
+        Ok(args)
     }
 
     fn primary(&mut self, out: &mut String) -> std::result::Result<(), String> {
@@ -394,11 +449,17 @@ impl Normalizer {
         let start = self.i;
         match self.peek() {
             None => Err("the expression ends where an operand is expected".into()),
-            // A comma belongs to the arguments of pow, min and max only.
-            Some('(') => match self.parenthesised(out)? {
-                0 => Ok(()),
-                _ => Err(COMMA.into()),
-            },
+            // A comma belongs to the arguments of a function call only.
+            Some('(') => {
+                let args = self.arguments()?;
+                if args.len() > 1 {
+                    return Err(COMMA.into());
+                }
+                out.push('(');
+                out.push_str(&args[0]);
+                out.push(')');
+                Ok(())
+            }
             Some(ch) if ch.is_ascii_digit() || ch == '.' => {
                 while self
                     .peek()
@@ -439,23 +500,54 @@ impl Normalizer {
                     self.i += 1;
                 }
                 let name: String = self.c[start..self.i].iter().collect();
-                out.push_str(&name);
                 self.ws();
-                if self.peek() == Some('(') {
-                    let open = self.i;
-                    let args = self.parenthesised(out)? + 1;
-                    let want = if matches!(name.as_str(), "pow" | "min" | "max") {
-                        2
-                    } else {
-                        1
-                    };
-                    if args != want {
-                        return Err(format!(
-                            "{name}(…) at position {} takes {want} argument{} (got {args})",
-                            open + 1,
-                            if want == 1 { "" } else { "s" }
-                        ));
-                    }
+                let reg = registry();
+                let binary = reg.binary.contains(&name.as_str());
+                let known = binary || reg.unary.contains(&name.as_str());
+                let value = name == "x" || reg.constants.contains(&name.as_str());
+                if self.peek() == Some('(') && !known && !value {
+                    return Err(format!(
+                        "unknown function '{name}' (known functions: {})",
+                        reg.listing
+                    ));
+                }
+                if self.peek() != Some('(') || !known {
+                    // A variable or constant (`x (x+1)` lacks an operator, which
+                    // [`Normalizer::expr`] reports), or a name that is not called,
+                    // which [`Expression::parse`] names if it is unknown.
+                    out.push_str(&name);
+                    return Ok(());
+                }
+                let open = self.i;
+                let args = self.arguments()?;
+                let want = if binary { 2 } else { 1 };
+                if args.len() != want {
+                    return Err(format!(
+                        "{name}(…) at position {} takes {want} argument{} (got {})",
+                        open + 1,
+                        if want == 1 { "" } else { "s" },
+                        args.len()
+                    ));
+                }
+                if let Some(k) = args.iter().position(|a| a.trim().is_empty()) {
+                    return Err(format!(
+                        "{name}(…) at position {} has an empty argument{}",
+                        open + 1,
+                        if want == 1 {
+                            String::new()
+                        } else {
+                            format!(" ({} of {want})", k + 1)
+                        }
+                    ));
+                }
+                if binary {
+                    // The infix form exmex parses reliably (see [`normalize`]).
+                    out.push_str(&format!("(({}){name}({}))", args[0], args[1]));
+                } else {
+                    out.push_str(&name);
+                    out.push('(');
+                    out.push_str(&args[0]);
+                    out.push(')');
                 }
                 Ok(())
             }
