@@ -49,8 +49,11 @@ struct TailsV1 {
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 enum TailV1 {
-    Clamp,
-    Extend,
+    // Empty struct variants, not unit variants: they serialise the same way
+    // (`{"kind": "clamp"}`), but serde's deny_unknown_fields has no effect on a unit
+    // variant, and `{"kind": "clamp", "value": 0}` (meant as a constant) would load.
+    Clamp {},
+    Extend {},
     Linear {
         slope: f32,
         intercept: f32,
@@ -104,8 +107,8 @@ mod f32_or_inf {
 impl From<&Tail> for TailV1 {
     fn from(t: &Tail) -> Self {
         match t {
-            Tail::Clamp => TailV1::Clamp,
-            Tail::Extend => TailV1::Extend,
+            Tail::Clamp => TailV1::Clamp {},
+            Tail::Extend => TailV1::Extend {},
             Tail::Linear { slope, intercept } => TailV1::Linear {
                 slope: *slope,
                 intercept: *intercept,
@@ -127,8 +130,8 @@ impl From<&Tail> for TailV1 {
 impl From<TailV1> for Tail {
     fn from(t: TailV1) -> Self {
         match t {
-            TailV1::Clamp => Tail::Clamp,
-            TailV1::Extend => Tail::Extend,
+            TailV1::Clamp {} => Tail::Clamp,
+            TailV1::Extend {} => Tail::Extend,
             TailV1::Linear { slope, intercept } => Tail::Linear { slope, intercept },
             TailV1::Constant { value } => Tail::Constant { value },
             TailV1::Exp2 {
@@ -588,6 +591,33 @@ mod tests {
         assert_ne!(bad, good);
         let e = from_json(&bad).unwrap_err().to_string();
         assert!(e.contains("malformed"), "{e}");
+    }
+
+    /// `clamp` and `extend` tails are written as `{"kind": …}` alone, and an extra
+    /// field in them is refused like anywhere else outside `meta` (they were unit
+    /// variants, on which serde ignores deny_unknown_fields).
+    #[test]
+    fn clamp_and_extend_tails_refuse_unknown_fields() {
+        let t = sample().with_tails(Tail::Clamp, Tail::Extend).unwrap();
+        let good = to_json(&t, Layout::Aos);
+        // The text the unit variants produced (byte-identical serialisation).
+        let tails = "  \"tails\": {\n    \"left\": {\n      \"kind\": \"clamp\"\n    },\n    \
+                     \"right\": {\n      \"kind\": \"extend\"\n    }\n  },\n";
+        assert!(good.contains(tails), "{good}");
+        assert_eq!(from_json(&good).unwrap().0, t);
+        for (kind, extra) in [
+            ("clamp", "\"value\": 0"),
+            ("clamp", "\"foo\": 1"),
+            ("extend", "\"slope\": 1"),
+        ] {
+            let bad = good.replace(
+                &format!("\"kind\": \"{kind}\"\n"),
+                &format!("\"kind\": \"{kind}\", {extra}\n"),
+            );
+            assert_ne!(bad, good);
+            let e = from_json(&bad).unwrap_err().to_string();
+            assert!(e.contains("unknown field"), "{kind} {extra}: {e}");
+        }
     }
 
     #[test]
