@@ -81,7 +81,8 @@ fn json_f32(v: &Value, what: &str) -> Result<f32> {
 
 /// Parses a seed JSON object into (flat coefficients, points, degree).
 pub fn parse_seed_json(text: &str) -> Result<(Vec<f32>, Vec<f32>, usize)> {
-    let v: Value = serde_json::from_str(text).context("malformed seed JSON")?;
+    // Duplicate keys are refused as in table files (serde_json would keep the last).
+    let v: Value = pwpa::format::parse_json_value(text).context("malformed seed JSON")?;
     let obj = v
         .as_object()
         .ok_or_else(|| anyhow::anyhow!("a seed file must be a JSON object"))?;

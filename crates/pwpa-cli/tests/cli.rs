@@ -1072,6 +1072,15 @@ fn bad_seed_files() {
             r#"{"coeffs": [[1.0]], "partition_points": [0.0, 1.0"#,
             &["malformed"],
         ),
+        // A key given twice is refused as in table files (serde_json kept the last).
+        (
+            r#"{"coeffs":[[1,0],[2,0]],"coeffs":[[5,0],[6,0]],"partition_points":[-1,0,1]}"#,
+            &["the key 'coeffs' appears twice"],
+        ),
+        (
+            r#"{"coeffs":[[1,0],[2,0]],"partition_points":[-1,0,1],"partition_points":[-5,0,5]}"#,
+            &["the key 'partition_points' appears twice"],
+        ),
     ];
     for (i, (text, needles)) in cases.iter().enumerate() {
         let s = d.write(&format!("s{i}.json"), text);

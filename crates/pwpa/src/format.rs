@@ -179,11 +179,7 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
     // Check the header first so a wrong version gets its own message.
     // A UTF-8 byte order mark (some Windows editors write one) is not JSON: skip it.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    // serde_json keeps the last of duplicate keys; a hand-edited or merged file with two
-    // "coefficients" must not load as one of them (checked while parsing, in one pass).
-    let value = serde_json::from_str::<NoDuplicateKeys>(text)
-        .map_err(|e| Error::Format(e.to_string()))?
-        .0;
+    let value = parse_json_value(text).map_err(|e| Error::Format(e.to_string()))?;
     let obj = value
         .as_object()
         .ok_or_else(|| Error::Format("the top level must be a JSON object".into()))?;
@@ -260,6 +256,15 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
     )?;
     table.meta = file.meta;
     Ok((table, file.layout))
+}
+
+/// Parses JSON text into a value, refusing an object that gives a key twice.
+///
+/// serde_json keeps the last of duplicate keys; a hand-edited or merged file with two
+/// "coefficients" must not load as one of them (checked while parsing, in one pass).
+/// Table files and seed files are both read through this.
+pub fn parse_json_value(text: &str) -> serde_json::Result<serde_json::Value> {
+    serde_json::from_str::<NoDuplicateKeys>(text).map(|v| v.0)
 }
 
 /// A JSON value, parsed with objects that give a key twice rejected.
