@@ -19,7 +19,8 @@ pub fn class_name(e: &pwpa::Error) -> &'static str {
         | E::AnchorCount { .. }
         | E::InvalidTail { .. }
         | E::Format(_)
-        | E::UnsupportedVersion { .. } => "TableError",
+        | E::UnsupportedVersion { .. }
+        | E::SeedOverflow { .. } => "TableError",
         E::Io { .. } => "PwpaIOError",
         E::UnknownFunction(_) | E::Expression { .. } | E::Samples(_) => "FunctionError",
         E::Fit(_) | E::NotFinite { .. } => "FitError",

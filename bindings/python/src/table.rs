@@ -292,8 +292,8 @@ impl NativeTable {
     }
 
     /// (global-x AoS coefficients, points, exact).
-    fn to_seed(&self) -> (Vec<f32>, Vec<f32>, bool) {
-        self.table.to_seed()
+    fn to_seed(&self, py: Python<'_>) -> PyResult<(Vec<f32>, Vec<f32>, bool)> {
+        self.table.to_seed().py_err(py)
     }
 
     /// The JSON text with coefficients in `layout` (`aos` or `soa`).

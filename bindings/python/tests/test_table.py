@@ -100,6 +100,13 @@ def test_to_seed_of_an_anchored_table_reexpands(random_table):
     assert abs(np.polyval(c[i].astype(np.float64), x) - want) < 1e-4 * (1 + abs(want))
 
 
+def test_to_seed_refuses_coefficients_that_overflow_f32():
+    # Anchored at 1e30, (x - 1e30)^2 has a constant term of 1e60: not a float32.
+    t = pwpa.Table(breakpoints=[0.0, 1.0, 2.0], coeffs=[[1, 0, 0], [1, 1, 1]], anchors=[0.0, 1e30])
+    with pytest.raises(pwpa.TableError, match=r"coefficient 2 of piece 1 \(the x\^0 term\)"):
+        t.to_seed()
+
+
 def test_derivative_matches_finite_differences(random_table):
     t = random_table
     d = t.derivative()

@@ -315,7 +315,7 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
             eprintln!("wrote {} (pwpa table, {name} layout)", a.output.display());
         }
         To::Seed => {
-            let (coeffs, points, exact) = table.to_seed();
+            let (coeffs, points, exact) = table.to_seed()?;
             if !exact {
                 let mut why = Vec::new();
                 if table.breakpoints().is_uniform() {

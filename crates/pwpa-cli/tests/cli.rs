@@ -1141,6 +1141,44 @@ fn bad_seed_files() {
     no_temp_files(d.tmp.path());
 }
 
+/// A seed export whose re-expanded coefficients overflow f32 is refused, naming the
+/// piece and coefficient, and writes nothing (it wrote `null` / inf and exited 0).
+#[test]
+fn seed_export_refuses_coefficients_that_overflow_f32() {
+    let d = Dir::new();
+    let t = Table::new(
+        Breakpoints::arbitrary(vec![0.0, 1.0, 2.0]).unwrap(),
+        2,
+        vec![0.0, 1e30],
+        vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+        Tail::Extend,
+        Tail::Extend,
+    )
+    .unwrap();
+    let tp = d.table("far.json", &t, Layout::Aos);
+    let (s, c, pts) = (d.path("s.json"), d.path("c.npy"), d.path("p.npy"));
+    fails(
+        &pwpa(&["convert", p(&tp), "--to", "seed", "-o", p(&s)]),
+        &["coefficient 2 of piece 1", "not finite in f32"],
+        &[&s],
+    );
+    fails(
+        &pwpa(&[
+            "convert",
+            p(&tp),
+            "--to",
+            "seed",
+            "-o",
+            p(&c),
+            "--points-out",
+            p(&pts),
+        ]),
+        &["coefficient 2 of piece 1"],
+        &[&c, &pts],
+    );
+    no_temp_files(d.tmp.path());
+}
+
 #[test]
 fn inexact_seed_export_warns() {
     let d = Dir::new();

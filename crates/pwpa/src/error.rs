@@ -156,6 +156,24 @@ pub enum Error {
     /// An array file (npy or raw) of the wrong kind.
     #[error("{0}")]
     Array(String),
+    /// A table whose seed (global-x) form has a coefficient that is not finite in f32.
+    #[error(
+        "the seed format cannot hold this table: re-expanded about x = 0, coefficient {coefficient} \
+         of piece {piece} (the x^{power} term) is {value:e}, which is not finite in f32 (the \
+         piece's anchor {anchor:e} is too far from 0); keep the pwpa table format"
+    )]
+    SeedOverflow {
+        /// The piece.
+        piece: usize,
+        /// Index of the coefficient in the piece's row (Horner order, highest power first).
+        coefficient: usize,
+        /// The power of x it multiplies.
+        power: usize,
+        /// The value in f64.
+        value: f64,
+        /// The piece's anchor.
+        anchor: f32,
+    },
     /// An invalid argument.
     #[error("{0}")]
     InvalidArgument(String),

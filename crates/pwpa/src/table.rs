@@ -763,7 +763,11 @@ impl Table {
     /// Returns `exact = true` when the table's anchors are all 0 and its breakpoints
     /// are an explicit list; otherwise coefficients are re-expanded about 0 in f64
     /// and rounded, and uniform points are rounded to f32 (not bit-exact).
-    pub fn to_seed(&self) -> (Vec<f32>, Vec<f32>, bool) {
+    ///
+    /// # Errors
+    /// [`Error::SeedOverflow`] when a re-expanded coefficient is not finite in f32 (a
+    /// piece anchored far from 0: the seed format cannot hold that table).
+    pub fn to_seed(&self) -> Result<(Vec<f32>, Vec<f32>, bool)> {
         let p = self.partitions();
         let n = self.degree + 1;
         let points: Vec<f32> = match &self.breakpoints {
@@ -773,14 +777,26 @@ impl Table {
         let anchors_zero = self.anchors.iter().all(|&a| a == 0.0);
         let exact = anchors_zero && !self.breakpoints.is_uniform();
         if anchors_zero {
-            return (self.coeffs.clone(), points, exact);
+            return Ok((self.coeffs.clone(), points, exact));
         }
         let mut out = Vec::with_capacity(p * n);
         for i in 0..p {
             let global = shift_poly_f64(self.piece(i), -(self.anchors[i] as f64));
-            out.extend(global.into_iter().map(|c| c as f32));
+            for (k, c) in global.into_iter().enumerate() {
+                let c32 = c as f32;
+                if !c32.is_finite() {
+                    return Err(Error::SeedOverflow {
+                        piece: i,
+                        coefficient: k,
+                        power: self.degree - k,
+                        value: c,
+                        anchor: self.anchors[i],
+                    });
+                }
+                out.push(c32);
+            }
         }
-        (out, points, exact)
+        Ok((out, points, exact))
     }
 }
 
@@ -1032,9 +1048,53 @@ mod tests {
             let i = (0..3).find(|&i| x < pts[i + 1]).unwrap_or(2);
             assert_eq!(t.eval_f32(x), horner(&coeffs[i * 4..i * 4 + 4], x));
         }
-        let (c2, p2, exact) = t.to_seed();
+        let (c2, p2, exact) = t.to_seed().unwrap();
         assert!(exact);
         assert_eq!((c2, p2), (coeffs, pts));
+    }
+
+    /// A piece anchored far from 0 whose global-x coefficients overflow f32 is an
+    /// error naming the piece and coefficient (it was exported as inf, and as `null`
+    /// in seed JSON).
+    #[test]
+    fn seed_export_refuses_coefficients_that_overflow_f32() {
+        let t = Table::new(
+            Breakpoints::arbitrary(vec![0.0, 1.0, 2.0]).unwrap(),
+            2,
+            vec![0.0, 1e30],
+            vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+            Tail::Extend,
+            Tail::Extend,
+        )
+        .unwrap();
+        match t.to_seed() {
+            Err(
+                e @ Error::SeedOverflow {
+                    piece: 1,
+                    coefficient: 2,
+                    power: 0,
+                    ..
+                },
+            ) => {
+                let m = e.to_string();
+                assert!(m.contains("coefficient 2 of piece 1"), "{m}");
+                assert!(m.contains("anchor 1e30"), "{m}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // A near anchor re-expands fine (not exact, but finite).
+        let near = Table::new(
+            Breakpoints::arbitrary(vec![0.0, 1.0, 2.0]).unwrap(),
+            2,
+            vec![0.0, 1.5],
+            vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+            Tail::Extend,
+            Tail::Extend,
+        )
+        .unwrap();
+        let (c, _, exact) = near.to_seed().unwrap();
+        assert!(!exact);
+        assert_eq!(&c[3..], &[1.0, -2.0, 1.75]);
     }
 
     #[test]

@@ -371,13 +371,23 @@ class Table:
         return cls._wrap(_native.Table.from_seed(_f32_list(c, "coefficients"), pts, degree))
 
     def to_seed(self) -> Tuple[np.ndarray, np.ndarray, bool]:
-        """(coeffs (P, D+1) float32 in global x, partition points float32, exact)."""
+        """(coeffs (P, D+1) float32 in global x, partition points float32, exact).
+
+        Raises :class:`TableError` when a coefficient re-expanded about x = 0 is not
+        finite in float32 (a piece anchored far from 0), naming the piece and coefficient."""
         c, pts, exact = self._native.to_seed()
-        return (
-            np.asarray(c, dtype=np.float32).reshape(self.partitions, self.degree + 1),
-            np.asarray(pts, dtype=np.float32),
-            exact,
-        )
+        c = np.asarray(c, dtype=np.float32).reshape(self.partitions, self.degree + 1)
+        # The native side refuses this too; the check here also covers older builds of it.
+        bad = np.argwhere(~np.isfinite(c))
+        if bad.size:
+            i, k = (int(v) for v in bad[0])
+            raise TableError(
+                "the seed format cannot hold this table: re-expanded about x = 0, coefficient "
+                f"{k} of piece {i} (the x^{self.degree - k} term) is not finite in f32 (the "
+                f"piece's anchor {float(self.anchors[i]):e} is too far from 0); keep the pwpa "
+                "table format"
+            )
+        return (c, np.asarray(pts, dtype=np.float32), exact)
 
     def __reduce__(self):
         # A module-level function (not the bound classmethod), so that torch.load's
