@@ -80,6 +80,32 @@ pub(crate) fn is_stdout(path: &std::path::Path) -> bool {
     false
 }
 
+/// Whether two paths name the same file: the same file if both exist (links
+/// included), else the same name in the same (canonical) directory.
+pub(crate) fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    if a == b {
+        return true;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return ma.dev() == mb.dev() && ma.ino() == mb.ino();
+        }
+    }
+    let full = |p: &std::path::Path| -> Option<std::path::PathBuf> {
+        if let Ok(c) = p.canonicalize() {
+            return Some(c);
+        }
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.canonicalize().ok()?,
+            _ => std::env::current_dir().ok()?.canonicalize().ok()?,
+        };
+        Some(dir.join(p.file_name()?))
+    };
+    matches!((full(a), full(b)), (Some(x), Some(y)) if x == y)
+}
+
 /// Writes an output file (through [`pwpa::format::write_atomic`]), or standard output
 /// for `-`.
 pub(crate) fn write_output(path: &std::path::Path, bytes: &[u8]) -> Result<()> {

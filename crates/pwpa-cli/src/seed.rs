@@ -291,6 +291,12 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
             None if is_npy(&a.output) => {
                 bail!("a seed export to .npy needs --points-out FILE.npy for the partition points")
             }
+            Some(p) if crate::same_file(&a.output, p) => bail!(
+                "-o {} and --points-out {} name the same file; the coefficients and the \
+                 partition points need two",
+                a.output.display(),
+                p.display()
+            ),
             _ => {}
         }
     }

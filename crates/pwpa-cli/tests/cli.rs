@@ -1179,6 +1179,53 @@ fn seed_export_refuses_coefficients_that_overflow_f32() {
     no_temp_files(d.tmp.path());
 }
 
+/// `-o` and `--points-out` naming one file (literally, or after resolving the path)
+/// is refused before anything is written (the points overwrote the coefficients).
+#[test]
+fn seed_export_refuses_one_file_for_both_arrays() {
+    let d = Dir::new();
+    let t = d.table("t.json", &sample_table(), Layout::Aos);
+    let c = d.path("c.npy");
+    std::fs::create_dir(d.path("sub")).unwrap();
+    let dotted = d.tmp.path().join("sub/../c.npy");
+    for other in [c.clone(), dotted] {
+        fails(
+            &pwpa(&[
+                "convert",
+                p(&t),
+                "--to",
+                "seed",
+                "-o",
+                p(&c),
+                "--points-out",
+                p(&other),
+            ]),
+            &["name the same file"],
+            &[&c],
+        );
+    }
+    // A relative name and its absolute form, for a file that exists.
+    std::fs::write(&c, b"old").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_pwpa"))
+        .current_dir(d.tmp.path())
+        .args([
+            "convert",
+            p(&t),
+            "--to",
+            "seed",
+            "-o",
+            "c.npy",
+            "--points-out",
+            p(&c),
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("name the same file"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&c).unwrap(), b"old");
+    no_temp_files(d.tmp.path());
+}
+
 #[test]
 fn inexact_seed_export_warns() {
     let d = Dir::new();
