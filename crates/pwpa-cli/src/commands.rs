@@ -348,10 +348,12 @@ pub struct FitArgs {
     /// Fit exp2 tails that keep relative accuracy where the function decays exponentially.
     #[arg(long)]
     exp_tails: bool,
-    /// Left tail: clamp, extend, const:V or linear:A,B (default: the function's).
+    /// Left tail: clamp, extend, const:V (V may be inf or -inf) or linear:A,B (default: the
+    /// function's).
     #[arg(long, value_name = "SPEC", value_parser = parse_tail, allow_hyphen_values = true)]
     left_tail: Option<Tail>,
-    /// Right tail: clamp, extend, const:V or linear:A,B (default: the function's).
+    /// Right tail: clamp, extend, const:V (V may be inf or -inf) or linear:A,B (default: the
+    /// function's).
     #[arg(long, value_name = "SPEC", value_parser = parse_tail, allow_hyphen_values = true)]
     right_tail: Option<Tail>,
     /// Upper bound on P in searches.

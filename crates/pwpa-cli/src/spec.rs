@@ -31,6 +31,27 @@ fn number_f32(s: &str, what: &str) -> Result<f32, String> {
     Ok(f)
 }
 
+/// A constant tail's value: a finite f32, or `inf` / `-inf` (as the table format
+/// allows, and as `pwpa functions` prints exp's right tail); NaN is refused.
+fn constant_value(s: &str) -> Result<f32, String> {
+    let t = s.trim();
+    let what = "constant tail value";
+    match t.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => return Ok(f32::INFINITY),
+        "-inf" | "-infinity" => return Ok(f32::NEG_INFINITY),
+        _ => {}
+    }
+    let v: f64 = t
+        .parse()
+        .map_err(|_| format!("{what} '{t}' is not a number"))?;
+    if v.is_nan() {
+        return Err(format!(
+            "{what} '{t}' is NaN (a constant tail is a number, inf or -inf)"
+        ));
+    }
+    number_f32(t, what)
+}
+
 /// Parses `LO,HI`.
 pub fn parse_range(s: &str) -> Result<Range, String> {
     let (a, b) = s
@@ -44,7 +65,8 @@ pub fn parse_range(s: &str) -> Result<Range, String> {
     Ok(Range { lo, hi })
 }
 
-/// Parses a tail SPEC: `clamp`, `extend`, `const:V`, `linear:A,B`.
+/// Parses a tail SPEC: `clamp`, `extend`, `const:V` (V may be `inf` or `-inf`),
+/// `linear:A,B` (finite).
 pub fn parse_tail(s: &str) -> Result<Tail, String> {
     let t = s.trim();
     let (kind, arg) = match t.split_once(':') {
@@ -55,7 +77,7 @@ pub fn parse_tail(s: &str) -> Result<Tail, String> {
         ("clamp", None) => Tail::Clamp,
         ("extend", None) => Tail::Extend,
         ("const" | "constant", Some(v)) => Tail::Constant {
-            value: number_f32(v, "constant tail value")?,
+            value: constant_value(v)?,
         },
         ("linear", Some(ab)) => {
             let (a, b) = ab
@@ -140,13 +162,36 @@ mod tests {
             "foo",
             "clamp:1",
             "const:1e40",
+            "const:nan",
+            "const:-NaN",
+            "linear:inf,0",
+            "linear:1,-inf",
         ] {
             assert!(parse_tail(bad).is_err(), "{bad}");
+        }
+        // ±inf constants, as `pwpa functions` prints exp's and log's tails.
+        for (spec, v) in [
+            ("const:inf", f32::INFINITY),
+            ("const:-inf", f32::NEG_INFINITY),
+            ("constant: +Inf", f32::INFINITY),
+            ("const:-infinity", f32::NEG_INFINITY),
+        ] {
+            assert_eq!(
+                parse_tail(spec).unwrap(),
+                Tail::Constant { value: v },
+                "{spec}"
+            );
         }
         for t in [
             Tail::Clamp,
             Tail::Extend,
             Tail::Constant { value: 0.25 },
+            Tail::Constant {
+                value: f32::INFINITY,
+            },
+            Tail::Constant {
+                value: f32::NEG_INFINITY,
+            },
             Tail::Linear {
                 slope: -2.0,
                 intercept: 3.5,

@@ -305,6 +305,70 @@ fn negative_ranges_parse() {
     );
 }
 
+/// `const:inf` / `const:-inf` are tail specs (pwpa functions prints them for exp and
+/// log); NaN is not, and a linear tail stays finite.
+#[test]
+fn infinite_constant_tail_specs() {
+    let d = Dir::new();
+    let out = d.path("e.json");
+    ok(&pwpa(&[
+        "fit",
+        "exp(x)",
+        "--range=-4,4",
+        "-P",
+        "4",
+        "-D",
+        "2",
+        "--left-tail",
+        "const:-inf",
+        "--right-tail",
+        "const:inf",
+        "-o",
+        p(&out),
+    ]));
+    let t = pwpa::format::load(&out).unwrap();
+    assert_eq!(
+        (t.left_tail(), t.right_tail()),
+        (
+            &Tail::Constant {
+                value: f32::NEG_INFINITY
+            },
+            &Tail::Constant {
+                value: f32::INFINITY
+            }
+        )
+    );
+    let seed = d.write(
+        "seed.json",
+        r#"{"coeffs": [[1.0, 0.0]], "partition_points": [0.0, 1.0]}"#,
+    );
+    let conv = d.path("c.json");
+    ok(&pwpa(&[
+        "convert",
+        p(&seed),
+        "--to",
+        "aos",
+        "--right-tail",
+        "const:inf",
+        "-o",
+        p(&conv),
+    ]));
+    assert_eq!(
+        pwpa::format::load(&conv).unwrap().right_tail(),
+        &Tail::Constant {
+            value: f32::INFINITY
+        }
+    );
+    let bad = d.path("bad.json");
+    for (spec, needle) in [("const:nan", "NaN"), ("linear:inf,0", "not finite")] {
+        fails(
+            &pwpa(&["fit", "exp", "--right-tail", spec, "-o", p(&bad)]),
+            &[needle],
+            &[&bad],
+        );
+    }
+}
+
 #[test]
 fn fit_writes_a_table_and_reports() {
     let d = Dir::new();
