@@ -9,10 +9,12 @@
 //!   which follows the evaluation convention step for step (the same f32 subtractions
 //!   and products, `fmaf` for every fused step, pwpa's exp2 recipe for exp2 tails).
 //!   Compiled with a C99 compiler whose `float` arithmetic is IEEE binary32
-//!   (`FLT_EVAL_METHOD == 0`, which the header checks) and without `-ffast-math`, it
-//!   returns the f32 bits that pwpa's evaluators return for every input (tested against
-//!   the oracle with `cc`). Use it as the reference model of a design, e.g. through
-//!   SystemVerilog DPI-C.
+//!   (`FLT_EVAL_METHOD == 0`, which the header checks) and without `-ffast-math` or
+//!   `-funsafe-math-optimizations` (also checked), and run in a thread that keeps
+//!   subnormals and rounds to nearest-even (`NAME_fp_env_ok()` checks that at run time:
+//!   a program linked with `-ffast-math` sets FTZ/DAZ), it returns the f32 bits that
+//!   pwpa's evaluators return for every input (tested against the oracle with `cc`).
+//!   Use it as the reference model of a design, e.g. through SystemVerilog DPI-C.
 //! - [`memh`]: one 32-bit word per line in a documented memory map (`@` addresses,
 //!   `//` comments), readable by `$readmemh`: breakpoints, anchors, coefficients
 //!   (piece-major, highest power first), then the tails' parameters.
@@ -220,8 +222,12 @@ pub fn c_header(table: &Table, name: &str, source: &str) -> Result<String> {
         " *
  * Every number is an IEEE-754 binary32 bit pattern. NAME_eval(x) follows pwpa's evaluation
  * convention and returns the f32 bits pwpa returns (its CPU and CUDA evaluators are
- * bit-identical to it), provided float arithmetic is binary32 (checked below) and the
- * code is compiled without -ffast-math:
+ * bit-identical to it), provided float arithmetic is binary32 (checked below), the code
+ * is compiled without -ffast-math / -funsafe-math-optimizations (checked below), and the
+ * calling thread keeps subnormals and rounds to nearest-even: a program linked with
+ * -ffast-math (crtfastmath) or one that sets FTZ/DAZ (x86 MXCSR, Arm FPCR.FZ) flushes
+ * subnormal inputs and results to 0 (NAME_fp_env_ok() checks this at run time). The
+ * convention:
  *   NaN -> NaN; x < b_0 -> left tail; x > b_P -> right tail; otherwise piece i =
  *   uniform: min(trunc((x - b_0) * INV_STEP), P - 1), arbitrary: the number of interior
  *   breakpoints b_1..b_{P-1} that are <= x; then t = x - anchor[i] (one f32 subtraction)
@@ -243,6 +249,11 @@ pub fn c_header(table: &Table, name: &str, source: &str) -> Result<String> {
 #endif
 #if defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
 #error \"pwpa tables need IEEE arithmetic: compile without -ffast-math / -ffinite-math-only\"
+#endif
+/* GCC defines __ASSOCIATIVE_MATH__ only where reassociation is in effect, as with
+ * -funsafe-math-optimizations, which also links crtfastmath (FTZ/DAZ) into a program. */
+#if defined(__ASSOCIATIVE_MATH__)
+#error \"pwpa tables need IEEE arithmetic: compile without -funsafe-math-optimizations / -fassociative-math\"
 #endif
 
 #ifndef PWPA_COMMON_DEFINED
@@ -282,6 +293,21 @@ static inline float pwpa_exp2f(float p) {
     if (ni > 127) return pwpa_f32(r + (127u << 23)) * 2.0f;
     if (ni >= -125) return pwpa_f32(r + ((uint32_t)ni << 23));
     return pwpa_f32(r + ((uint32_t)(ni + 64) << 23)) * pwpa_f32(0x1f800000u); /* 2^-64 */
+}
+/* 1 when float arithmetic in the calling thread is what the tables assume: subnormal
+ * inputs and results kept (no FTZ/DAZ) and rounding to nearest-even; else 0. The
+ * operands are volatile so that the compiler cannot fold the operations. */
+static inline int pwpa_fp_env_ok(void) {
+    volatile float min_normal = pwpa_f32(0x00800000u), min_sub = pwpa_f32(0x00000001u);
+    volatile float one = 1.0f, tie = pwpa_f32(0x33800000u), above = pwpa_f32(0x33c00000u);
+    float half_min = min_normal * 0.5f;   /* 2^-127: 0 under FTZ */
+    float twice_sub = min_sub * 2.0f;     /* 2^-148: 0 under DAZ */
+    float up = one + tie;                 /* 1 + 2^-24 ties to even: 1 */
+    float near_pos = one + above;         /* 1 + 1.5 2^-24 rounds to 1 + 2^-23 */
+    float near_neg = -one - above;        /* and its negation away from 0 */
+    return pwpa_bits(half_min) == 0x00400000u && pwpa_bits(twice_sub) == 0x00000002u &&
+           pwpa_bits(up) == 0x3f800000u && pwpa_bits(near_pos) == 0x3f800001u &&
+           pwpa_bits(near_neg) == 0xbf800001u;
 }
 #endif /* PWPA_COMMON_DEFINED */
 
@@ -384,6 +410,13 @@ static inline float pwpa_exp2f(float p) {
          static inline float {name}_eval(float x) {{\n    \
          float r = {name}_eval_raw(x);\n    \
          return r != r ? pwpa_f32(0x7fc00000u) : r;\n}}\n"
+    );
+    let _ = writeln!(
+        h,
+        "/* 1 when this thread's float environment gives {name}_eval pwpa's bits: subnormals\n \
+         * kept (no FTZ/DAZ, which -ffast-math at link time or an MXCSR/FPCR setting turns on)\n \
+         * and rounding to nearest-even. Call it once in each evaluating thread. */\n\
+         static inline int {name}_fp_env_ok(void) {{\n    return pwpa_fp_env_ok();\n}}\n"
     );
     let _ = writeln!(h, "#endif /* PWPA_{name}_H */");
     Ok(h)

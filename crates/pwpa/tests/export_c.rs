@@ -415,3 +415,130 @@ fn export_names_must_be_c_identifiers() {
         );
     }
 }
+
+/// The header refuses -funsafe-math-optimizations at compile time (it also links
+/// crtfastmath, which sets FTZ/DAZ), accepts the flags that do not change its results,
+/// and `NAME_fp_env_ok()` reports a thread that flushes subnormals or does not round
+/// to nearest-even (a program linked with -ffast-math gave flushed results silently).
+#[test]
+fn c_header_guards_the_float_environment() {
+    let dir = std::env::temp_dir().join(format!("pwpa-export-env-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // One piece y = x on [-1, 1] (extend tails): subnormal inputs come back unchanged.
+    let t = Table::new(
+        Breakpoints::uniform(-1.0, 1.0, 1).unwrap(),
+        1,
+        vec![0.0],
+        vec![1.0, 0.0],
+        Tail::Extend,
+        Tail::Extend,
+    )
+    .unwrap();
+    std::fs::write(dir.join("g.h"), c_header(&t, "g", "x").unwrap()).unwrap();
+    std::fs::write(
+        dir.join("driver.c"),
+        r#"#include <stdio.h>
+#include <fenv.h>
+#include "g.h"
+#if defined(__x86_64__) || defined(__SSE2_MATH__)
+#include <xmmintrin.h>
+#define HAVE_MXCSR 1
+#endif
+static void show(void) {
+    volatile float sub = pwpa_f32(0x00000001u);
+    printf("%d:%08x ", g_fp_env_ok(), (unsigned)pwpa_bits(g_eval(sub)));
+}
+int main(void) {
+    show();
+#ifdef HAVE_MXCSR
+    unsigned int m = _mm_getcsr();
+    _mm_setcsr(m | 0x8000u); /* FTZ */
+    printf("%d ", g_fp_env_ok());
+    _mm_setcsr(m | 0x0040u); /* DAZ */
+    show();
+    _mm_setcsr(m);
+#else
+    printf("0 0:00000000 ");
+#endif
+    fesetround(FE_UPWARD);
+    printf("%d ", g_fp_env_ok());
+    fesetround(FE_DOWNWARD);
+    printf("%d ", g_fp_env_ok());
+    fesetround(FE_TOWARDZERO);
+    printf("%d ", g_fp_env_ok());
+    fesetround(FE_TONEAREST);
+    show();
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let run = |bin: &Path| {
+        let o = Command::new(bin).output().unwrap();
+        assert!(o.status.success());
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let bin = compile(&dir, &["-O2"], "env");
+    assert_eq!(run(&bin).trim(), "1:00000001 0 0:00000000 0 0 0 1:00000001");
+    // Compiled cleanly, then linked into a program with -ffast-math (crtfastmath):
+    // the check says so (the results are flushed).
+    if cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        let obj = dir.join("env.o");
+        let c = Command::new(compiler())
+            .args(["-std=c99", "-O2", "-c", "-o"])
+            .arg(&obj)
+            .arg(dir.join("driver.c"))
+            .output()
+            .unwrap();
+        assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+        let fast = dir.join("env_fast");
+        let l = Command::new(compiler())
+            .arg("-ffast-math")
+            .arg(&obj)
+            .arg("-o")
+            .arg(&fast)
+            .arg("-lm")
+            .output()
+            .unwrap();
+        assert!(l.status.success(), "{}", String::from_utf8_lossy(&l.stderr));
+        assert!(run(&fast).starts_with("0:00000000 "), "{}", run(&fast));
+    }
+    // Refused at compile time: flags that permit changing the arithmetic.
+    for flags in [
+        &["-ffast-math"][..],
+        &["-funsafe-math-optimizations"],
+        &[
+            "-fassociative-math",
+            "-fno-signed-zeros",
+            "-fno-trapping-math",
+        ],
+        &["-ffinite-math-only"],
+    ] {
+        let o = Command::new(compiler())
+            .args(["-std=c99", "-O2", "-c", "-o"])
+            .arg(dir.join("x.o"))
+            .args(flags)
+            .arg(dir.join("driver.c"))
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "compiled with {flags:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("pwpa tables need IEEE arithmetic"),
+            "{flags:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // Accepted: these leave the header's results alone. (-fassociative-math on its
+    // own is disabled by GCC, with a warning, while signed zeros and traps are honoured.)
+    for flags in [
+        &["-freciprocal-math"][..],
+        &["-fno-signed-zeros"],
+        &["-fno-trapping-math"],
+        &["-frounding-math"],
+    ] {
+        let bin = compile(&dir, flags, "ok");
+        assert!(run(&bin).starts_with("1:00000001 "), "{flags:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
