@@ -414,6 +414,61 @@ fn exact_bf16_selu_is_small_and_correctly_rounded_everywhere() {
     assert_eq!(wrong, 0, "{n} inputs");
 }
 
+/// Functions with a zero of order 2 or 3 at 0 are fitted as x^m·q(x), so the t⁰ …
+/// t^(m−1) coefficients of the piece at 0 are exactly 0 (a fit of f/x left Remez noise
+/// there, which dominates near 0): x², x³ and relu(x)² have exact bf16 tables of one or
+/// two pieces (no table of up to 4096 pieces was found before), and sin(x)² under
+/// relative error keeps its accuracy next to 0.
+#[test]
+fn multiple_zeros_at_0_get_exact_zero_coefficients() {
+    let cases: [(&str, fn(f64) -> f64, (f64, f64), usize); 4] = [
+        ("x^2", |x| x * x, (-10.0, 10.0), 1),
+        ("x^3", |x| x * x * x, (-10.0, 10.0), 1),
+        ("relu(x)^2", |x| x.max(0.0) * x.max(0.0), (-8.0, 8.0), 2),
+        ("pow(x, 4)", |x| x.powi(4), (-4.0, 4.0), 1),
+    ];
+    for (expr, f, range, most) in cases {
+        let target = pwpa::Target::parse(expr).unwrap();
+        let o = fit_report(
+            &target,
+            &FitOptions {
+                range: Some(range),
+                degree: if expr == "pow(x, 4)" { 4 } else { 3 },
+                goal: Goal::Exact(DType::BF16),
+                ..opts()
+            },
+            &|_| {},
+        )
+        .unwrap_or_else(|e| panic!("{expr}: {e}"));
+        assert!(o.partitions <= most, "{expr}: {} pieces", o.partitions);
+        let (n, wrong, _) = bf16_check(&o.table, f, Some((range.0 as f32, range.1 as f32)));
+        assert!(n > 30_000);
+        assert_eq!(wrong, 0, "{expr}: {n} inputs");
+    }
+    // Relative error next to 0, where sin(x)² ≈ x²: the t and constant terms are 0.
+    let target = pwpa::Target::parse("sin(x)^2").unwrap();
+    let o = fit_report(
+        &target,
+        &FitOptions {
+            range: Some((-3.0, 3.0)),
+            measure: ErrorMeasure::Relative,
+            goal: Goal::MaxError {
+                error: 1e-5,
+                vary_degree: false,
+            },
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(o.partitions <= 64, "{} pieces", o.partitions);
+    for x in [1e-18f32, -1e-15, 1e-10, -1e-5] {
+        let want = (x as f64).sin().powi(2);
+        let got = o.table.eval_f32(x) as f64;
+        assert!(((got - want) / want).abs() < 1e-5, "x = {x}: {got} vs {want}");
+    }
+}
+
 #[test]
 fn exp2_tails_keep_sigmoid_within_one_ulp_for_every_bf16_input() {
     let c = case("sigmoid");

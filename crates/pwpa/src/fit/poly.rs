@@ -1,8 +1,9 @@
 //! Per-piece polynomial fitting in f64: weighted minimax (Remez exchange) and
 //! weighted least squares, both in a Chebyshev basis on [-1, 1], with optional
 //! interpolation constraints at the piece ends (for C0 continuity) and an optional
-//! factor (x − z) (pieces anchored at an exact zero z of the function, 0 for gelu or
-//! tanh, 1 for log, for relative accuracy near it).
+//! factor (x − z)^m (pieces anchored at an exact zero z of the function, 0 for gelu or
+//! tanh, 1 for log, for relative accuracy near it; m is the zero's order, 2 for x² at
+//! 0, see [`zero_order`]).
 
 use super::{ErrorMeasure, Method};
 
@@ -194,6 +195,8 @@ struct Problem<'a> {
     zero: bool,
     /// The zero z of f (when `zero`).
     z: f64,
+    /// The order of that zero: p = (x − z)^order · q (when `zero`).
+    order: i32,
     measure: ErrorMeasure,
     /// Pinned ends (s values) and the interpolated g values there.
     pins: Vec<(f64, f64)>,
@@ -218,9 +221,9 @@ impl Problem<'_> {
             } else {
                 x
             };
-            let g = (self.f)(xe) / (xe - z);
+            let g = (self.f)(xe) / (xe - z).powi(self.order);
             let w = match self.measure {
-                ErrorMeasure::Absolute => (x - z).abs(),
+                ErrorMeasure::Absolute => (x - z).abs().powi(self.order),
                 ErrorMeasure::Relative => 1.0 / g.abs().max(1e-300),
             };
             (g, w)
@@ -277,6 +280,44 @@ fn grid(n: usize) -> Vec<f64> {
         .collect()
 }
 
+/// The order m (1 ≤ m ≤ `max`) of the zero of f at z, as seen from the sides of z that
+/// [a, b] covers: g_k(x) = f(x)/(x − z)^k still vanishes at z for every k < m. Read at
+/// x₁ = z ± δ and x₂ = z ± δ/2 with δ = 2^-40 of the piece's half-width: a g_k that
+/// vanishes at z (linearly or faster) at least halves from x₁ to x₂, one that does not
+/// changes by a relative O(δ). Any doubt (f exactly 0 or not finite there, as where f
+/// cancels) keeps the order found so far, 1 at least: the factor (x − z) alone.
+///
+/// With m > 1 the coefficients of t⁰ … t^(m−1) are exactly 0 instead of the Remez
+/// rounding noise of a fit of f/(x − z), which dominates p near z: x² fitted as
+/// x·(x + 4.6e-16) is wrong by orders of magnitude below |x| ≈ 1e-15, and no exact
+/// bf16 table of x², x³ or relu(x)² was found.
+pub(crate) fn zero_order(f: Func<'_>, z: f64, a: f64, b: f64, max: usize) -> usize {
+    let delta = 0.5 * (b - a) * 2f64.powi(-40);
+    let mut order = max;
+    for side in [-1.0, 1.0] {
+        if (side < 0.0 && a >= z) || (side > 0.0 && b <= z) {
+            continue;
+        }
+        let (x1, x2) = (z + side * delta, z + side * 0.5 * delta);
+        let (d1, d2) = (x1 - z, x2 - z);
+        let (f1, f2) = (f(x1), f(x2));
+        let mut k = 1;
+        while k < order {
+            let (g1, g2) = (f1 / d1.powi(k as i32), f2 / d2.powi(k as i32));
+            if !(g1.is_finite() && g2.is_finite()) || g1 == 0.0 {
+                break;
+            }
+            let r = g2 / g1;
+            if !(r > 0.0 && r <= 0.5 + 1e-6) {
+                break;
+            }
+            k += 1;
+        }
+        order = order.min(k);
+    }
+    order.max(1)
+}
+
 /// Fits one piece. Never fails: falls back to least squares when Remez breaks down.
 pub(crate) fn fit_piece(
     f: Func<'_>,
@@ -289,12 +330,14 @@ pub(crate) fn fit_piece(
     let m = 0.5 * (a + b);
     let h = 0.5 * (b - a);
     let zero = spec.zero_anchored;
-    // Degree of q where p = x·q.
-    let dq = if zero {
-        degree.saturating_sub(1)
+    // p = (x − z)^order · q.
+    let order = if zero {
+        zero_order(f, spec.anchor, a, b, degree.max(1))
     } else {
-        degree
+        0
     };
+    // Degree of q.
+    let dq = degree.saturating_sub(order);
     // The anchor, which is f's zero z for a zero-anchored piece.
     let (anchor, z) = (spec.anchor, spec.anchor);
     let mut prob = Problem {
@@ -303,6 +346,7 @@ pub(crate) fn fit_piece(
         h,
         zero,
         z,
+        order: order as i32,
         measure,
         pins: Vec::new(),
         n: dq,
@@ -341,9 +385,12 @@ pub(crate) fn fit_piece(
     let ps = prob.monomial(&c);
     let mut t = compose_affine(&ps, m - anchor, h);
     if zero {
-        // Times t = x − z. At z = 0 a constant term of −0 keeps the sign of zero:
-        // fma(r, −0, −0) = −0. Elsewhere x = z gives t = +0 and f(z) = +0, which a
-        // constant term of +0 returns whatever the sign of r·t.
+        // Times t^order, t = x − z. At z = 0 a constant term of −0 keeps the sign of
+        // zero: fma(r, −0, −0) = −0. Elsewhere x = z gives t = +0 and f(z) = +0, which
+        // a constant term of +0 returns whatever the sign of r·t.
+        for _ in 1..order {
+            t.insert(0, 0.0);
+        }
         t.insert(0, if z == 0.0 { -0.0 } else { 0.0 });
     }
     t.resize(degree + 1, 0.0);
@@ -600,6 +647,33 @@ fn golden(f: impl Fn(f64) -> f64, mut l: f64, mut r: f64, s0: f64, f0: f64) -> (
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zero_orders() {
+        let f = |g: fn(f64) -> f64| g;
+        let cases: [(fn(f64) -> f64, f64, f64, usize, usize); 11] = [
+            (f(|x| x * x), -1.0, 1.0, 3, 2),
+            (f(|x| x * x * x), -10.0, 10.0, 3, 3),
+            (f(|x| x.powi(5)), 0.0, 2.0, 3, 3), // capped at the degree
+            (f(|x| x * x + 1e-10 * x), -1.0, 1.0, 3, 1),
+            (f(f64::sin), -1.0, 1.0, 3, 1),
+            (f(|x| x.sin().powi(2)), 0.0, 0.5, 3, 2),
+            // relu(x)²: 0 on the left, so a piece on both sides keeps order 1; the
+            // right side alone is order 2; f ≡ 0 (the left side alone) stays 1.
+            (f(|x| x.max(0.0).powi(2)), -1.0, 1.0, 3, 1),
+            (f(|x| x.max(0.0).powi(2)), 0.0, 1.0, 3, 2),
+            (f(|x| x.max(0.0).powi(2)), -1.0, 0.0, 3, 1),
+            // 1 − cos x is 0 in f64 at 2^-40 of the piece: no claim beyond order 1.
+            (f(|x| 1.0 - x.cos()), -1.0, 1.0, 3, 1),
+            (f(|x| x * x), -1.0, 1.0, 1, 1),
+        ];
+        for (k, (g, a, b, max, want)) in cases.into_iter().enumerate() {
+            assert_eq!(zero_order(&g, 0.0, a, b, max), want, "case {k}");
+        }
+        // A zero away from 0 (x − 1)² e^x.
+        let g = |x: f64| (x - 1.0).powi(2) * x.exp();
+        assert_eq!(zero_order(&g, 1.0, 0.5, 1.5, 3), 2);
+    }
 
     #[test]
     fn cheb_monomial_roundtrip() {
