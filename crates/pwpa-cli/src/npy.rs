@@ -295,7 +295,14 @@ impl ArrayReader {
     pub fn npy(path: &Path) -> Result<ArrayReader> {
         let name = input_name(path);
         let (mut reader, size) = open_input(path)?;
-        let what = || format!("{name} is not a usable .npy file");
+        // (`pwpa eval` reads standard input and names without .bin/.raw as .npy, even
+        // with --dtype.)
+        let what = || {
+            format!(
+                "{name} is not a usable .npy file (for raw little-endian values, pass --raw \
+                 with --dtype f32|f16|bf16)"
+            )
+        };
         let (h, start) = read_header(&mut reader).with_context(what)?;
         let nbytes = data_bytes(&h).with_context(what)?;
         if let Some(size) = size {

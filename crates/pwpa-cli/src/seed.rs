@@ -125,8 +125,9 @@ pub fn parse_seed_json(text: &str) -> Result<(Vec<f32>, Vec<f32>, usize)> {
                 .ok_or_else(|| anyhow::anyhow!("coeffs[{i}] is not an array"))?;
             if row.len() != width {
                 bail!(
-                    "coeffs[{i}] has {} coefficients but coeffs[0] has {width}; every row needs D+1",
-                    row.len()
+                    "coeffs[{i}] has {} coefficient{} but coeffs[0] has {width}; every row needs D+1",
+                    row.len(),
+                    if row.len() == 1 { "" } else { "s" }
                 );
             }
             for (k, c) in row.iter().enumerate() {

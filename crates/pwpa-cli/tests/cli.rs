@@ -890,7 +890,9 @@ fn eval_of_an_empty_and_a_scalar_array() {
     let x = d.path("s.npy");
     write_npy(&x, "<f4", &[], &f32_bytes(&[0.5]));
     let y = d.path("sy.npy");
-    ok(&pwpa(&["eval", p(&tp), "-i", p(&x), "-o", p(&y)]));
+    let o = pwpa(&["eval", p(&tp), "-i", p(&x), "-o", p(&y)]);
+    ok(&o);
+    assert!(stderr(&o).contains("(1 f32 value)"), "{}", stderr(&o));
     let (_, shape, data) = read_npy(&y);
     assert_eq!(shape, "()");
     let want: f32 = sample_table().eval(0.5f32);
@@ -1803,6 +1805,40 @@ fn pwpa_stdin(args: &[&str], input: &[u8]) -> Output {
     let o = child.wait_with_output().unwrap();
     w.join().unwrap();
     o
+}
+
+/// Raw values on standard input without --raw (even with --dtype) are read as .npy; the
+/// error says how to read them raw.
+/// One piece is "1 partition" in the report (it said "1 partitions").
+#[test]
+fn a_one_piece_report_is_singular() {
+    let d = Dir::new();
+    let t = Table::new(
+        Breakpoints::uniform(-1.0, 1.0, 1).unwrap(),
+        1,
+        vec![0.0],
+        vec![1.0, 0.0],
+        Tail::Extend,
+        Tail::Extend,
+    )
+    .unwrap();
+    let tp = d.table("one.json", &t, Layout::Aos);
+    let o = pwpa(&["info", p(&tp), "--function", "x"]);
+    ok(&o);
+    let out = stdout(&o) + &stderr(&o);
+    assert!(out.contains(": 1 partition of degree 1 on"), "{out}");
+}
+
+#[test]
+fn raw_standard_input_without_raw_hints_at_it() {
+    let d = Dir::new();
+    let tp = d.table("t.json", &sample_table(), Layout::Aos);
+    let y = d.path("y.bin");
+    let o = pwpa_stdin(
+        &["eval", p(&tp), "-i", "-", "--dtype", "f32", "-o", p(&y)],
+        &f32_bytes(&[1.0, 2.0]),
+    );
+    fails(&o, &["standard input is not a usable .npy file", "--raw"], &[&y]);
 }
 
 #[test]

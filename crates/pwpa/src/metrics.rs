@@ -568,8 +568,9 @@ fn fmt_sweep(f: &mut std::fmt::Formatter<'_>, s: &SweepStats, dtype: DType) -> s
     if s.undefined > 0 {
         writeln!(
             f,
-            "    {} inputs where f is undefined (NaN): skipped",
-            s.undefined
+            "    {} input{} where f is undefined (NaN): skipped",
+            s.undefined,
+            if s.undefined == 1 { "" } else { "s" }
         )?;
     }
     if s.nan_results > 0 {
@@ -609,8 +610,14 @@ impl std::fmt::Display for ErrorReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "{}: {} partitions of degree {} on [{}, {}], output {}",
-            self.function, self.partitions, self.degree, self.range.0, self.range.1, self.dtype
+            "{}: {} partition{} of degree {} on [{}, {}], output {}",
+            self.function,
+            self.partitions,
+            if self.partitions == 1 { "" } else { "s" },
+            self.degree,
+            self.range.0,
+            self.range.1,
+            self.dtype
         )?;
         writeln!(
             f,

@@ -226,17 +226,15 @@ fn draw_all<DB: DrawingBackend>(
         .into_iter()
         .filter(|&x| x >= lo && x <= hi)
         .collect();
-    let bps = if bps.len() <= opts.width as usize / 4 {
-        bps
-    } else {
-        Vec::new()
-    };
+    let too_dense = bps.len() > opts.width as usize / 4;
+    let bps = if too_dense { Vec::new() } else { bps };
     let title = format!(
         "{name}: {} piece{} of degree {}{}",
         table.partitions(),
         if table.partitions() == 1 { "" } else { "s" },
         table.degree(),
-        if bps.is_empty() && table.partitions() > 1 {
+        // (No breakpoint in a narrow plotted range is not "too dense".)
+        if too_dense {
             " (breakpoints too dense to draw)"
         } else {
             ""

@@ -91,4 +91,14 @@ fn breakpoints_too_dense_to_draw_are_left_out() {
     assert_eq!(count(&s), 0);
     assert!(s.contains("100000 pieces of degree 1 (breakpoints too dense to draw)"));
     assert!(s.len() < 1 << 20, "{} bytes", s.len());
+    // A range with no breakpoint in it is not "too dense" (it said so).
+    let narrow = dir.path().join("narrow.svg");
+    let opts = PlotOptions {
+        range: Some((1e-45, 3e-45)),
+        ..PlotOptions::default()
+    };
+    plot_fn(&big, None, "x", &opts, &narrow).unwrap();
+    let s = std::fs::read_to_string(&narrow).unwrap();
+    assert!(s.contains("100000 pieces of degree 1"), "title");
+    assert!(!s.contains("too dense"));
 }
