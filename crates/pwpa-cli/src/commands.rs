@@ -313,10 +313,12 @@ pub struct FitArgs {
     /// Fit range LO,HI (default: the function's default range, or the samples' span).
     #[arg(long, value_name = "LO,HI", value_parser = parse_range, allow_hyphen_values = true)]
     range: Option<Range>,
-    /// Number of partitions P (the starting point of a --max-error search over P).
+    /// Number of partitions P. With --vary-degree: the fixed P. With --exact: the search
+    /// starts at min(P, 8). Not used by a --max-error search over P, which doubles from 1.
     #[arg(short = 'P', long, default_value_t = FitOptions::default().partitions, allow_negative_numbers = true)]
     partitions: usize,
-    /// Polynomial degree D (the starting point of a --vary-degree search).
+    /// Polynomial degree D: the fixed D of a --max-error or --exact search. Not used with
+    /// --vary-degree, which tries D = 0, 1, … up to --max-degree.
     #[arg(short = 'D', long, default_value_t = FitOptions::default().degree, allow_negative_numbers = true)]
     degree: usize,
     /// Per-piece method.
@@ -829,7 +831,8 @@ pub fn eval(a: &EvalArgs) -> Result<()> {
         Ok(())
     })?;
     eprintln!(
-        "wrote {out_name} ({n} {out_dtype} values{})",
+        "wrote {out_name} ({n} {out_dtype} value{}{})",
+        if n == 1 { "" } else { "s" },
         if raw_out { ", raw little-endian" } else { "" }
     );
     Ok(())

@@ -608,7 +608,10 @@ def fit(
 
     func: a catalogue name (``pwpa.functions()``), an expression in ``x``, or
         ``(xs, ys)`` samples. range: (lo, hi), default the function's.
-    partitions, degree: P and D (a search starts from them when a goal is given).
+    partitions, degree: P and D. With max_error, the search over P doubles from 1 for the
+        given degree (partitions is not used); with vary_degree=True, partitions is the fixed
+        P and D = 0, 1, ... is tried up to max_degree (degree is not used); with exact, the
+        search over P starts at min(partitions, 8) for the given degree.
     method: 'minimax' or 'lsq'. breakpoints: 'adaptive' or 'uniform'.
     error: 'abs' or 'rel' — the measure max_error and the fit use.
     max_error: smallest P (or D, with vary_degree=True) meeting this error.
