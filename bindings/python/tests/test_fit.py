@@ -27,6 +27,15 @@ def catalogue_or_skip(name):
         (dict(exact=True), "exact= takes a dtype"),
         (dict(range=(1.0,)), "range must be"),
         (dict(partitions=-3), "partitions must be a non-negative integer"),
+        # max_error follows the counts' rule: a number, not a string or a bool.
+        (dict(max_error="1e-3"), "max_error must be a positive finite number (got '1e-3')"),
+        (dict(max_error=True), "max_error must be a positive finite number (got True)"),
+        (dict(partitions="4"), "partitions must be a non-negative integer (got '4')"),
+        (dict(partitions=True), "partitions must be a non-negative integer (got True)"),
+        # Not a bare OverflowError: a PwpaError naming the argument.
+        (dict(partitions=2**64), "partitions is too large"),
+        (dict(max_partitions=2**64), "max_partitions is too large"),
+        (dict(degree=2**70), "degree is too large"),
         (dict(left_tail="flat"), "invalid left tail"),
         (dict(right_tail={"kind": "linear", "slope": 1.0}), "missing field 'intercept'"),
     ],

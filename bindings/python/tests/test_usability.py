@@ -356,3 +356,15 @@ def test_numpy_scalars_give_numpy_scalars_and_big_ints_evaluate():
     assert t(10**40) == t(float("inf")) == 1.0 and t(-(10**40)) == -1.0
     with pytest.raises(pwpa.ArgumentError, match="cannot evaluate a bool:"):
         t(True)
+
+
+def test_public_names_are_in_all():
+    # help(pwpa) lists __all__ only: set_parallelism (PYTHON.md) was missing, and
+    # pwpa.torch's docs refer to seed_eval.
+    assert "set_parallelism" in pwpa.__all__
+    for name in pwpa.__all__:
+        assert hasattr(pwpa, name), name
+    torch_mod = pytest.importorskip("pwpa.torch")
+    assert "seed_eval" in torch_mod.__all__
+    for name in torch_mod.__all__:
+        assert hasattr(torch_mod, name), name

@@ -37,6 +37,9 @@ from .errors import (
 
 __version__ = _native.__version__
 
+# The largest count pwpa.fit passes on (a native unsigned size on every 64-bit platform).
+_MAX_COUNT = 2**63 - 1
+
 # rayon's pool does not survive fork(): forked children (e.g. DataLoader workers)
 # evaluate on one thread instead of hanging. PWPA_PARALLELISM=0 turns threads off everywhere.
 if os.environ.get("PWPA_PARALLELISM", "1").lower() in ("0", "false", "off"):
@@ -52,6 +55,7 @@ __all__ = [
     "functions",
     "cuda_available",
     "cuda_compiled",
+    "set_parallelism",
     "PwpaError",
     "TableError",
     "FitError",
@@ -657,6 +661,15 @@ def fit(
     for name, v in (("partitions", partitions), ("degree", degree), ("max_partitions", max_partitions), ("max_degree", max_degree)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ArgumentError(f"{name} must be a non-negative integer (got {v!r})")
+        if v > _MAX_COUNT:
+            # (The fitter's own limits are far lower; this keeps the conversion from failing
+            # with a bare OverflowError.)
+            raise ArgumentError(f"{name} is too large (got {v}; the limits are in the docs)")
+    # The same rule as the counts: a real number, not a bool or a string.
+    if max_error is not None and (
+        isinstance(max_error, (bool, np.bool_)) or not isinstance(max_error, (int, float, np.integer, np.floating))
+    ):
+        raise ArgumentError(f"max_error must be a positive finite number (got {max_error!r})")
     native = _native.fit(
         target,
         samples,

@@ -41,7 +41,7 @@ from ._eval import (
     torch_code,
 )
 
-__all__ = ["PwPA", "replace_activations", "pwpa_eval", "value_and_derivative"]
+__all__ = ["PwPA", "replace_activations", "pwpa_eval", "value_and_derivative", "seed_eval"]
 
 
 def _out_like(x: torch.Tensor, dtype: torch.dtype = None) -> torch.Tensor:
