@@ -6,8 +6,9 @@
 #     device `run` invocation;
 #   there: `bash .gpu/run.sh` runs the GPU tests (incl. the 10^8-input and 2^31-element
 #     tests), compute-sanitizer memcheck and racecheck over the GPU tests (quick mode),
-#     the benchmarks (sweep, study, catalogue functions), the Python GPU tests if
-#     .gpu/python/run_gpu_tests.sh exists, writes logs/CSVs to $OUT and a short table last;
+#     the benchmarks (sweep, study, catalogue functions), the Python GPU and CPU suites
+#     (bindings/python/run_gpu_tests.sh -a) when the CUDA wheel is in .gpu/whl/, writes
+#     logs/CSVs to $OUT and a short table last;
 #   or `bash .gpu/all.sh`: the PyTorch GPU benchmark (bench/torch_bench.py) first, then the above.
 # Usage: scripts/gpu_check.sh [DEST]   (DEST defaults to /work/main/.gpu)
 # Run it in a tree where `pwpa bench` is wired (main after the merge). On 2026-11-22 it was
