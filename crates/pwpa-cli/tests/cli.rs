@@ -1838,7 +1838,11 @@ fn raw_standard_input_without_raw_hints_at_it() {
         &["eval", p(&tp), "-i", "-", "--dtype", "f32", "-o", p(&y)],
         &f32_bytes(&[1.0, 2.0]),
     );
-    fails(&o, &["standard input is not a usable .npy file", "--raw"], &[&y]);
+    fails(
+        &o,
+        &["standard input is not a usable .npy file", "--raw"],
+        &[&y],
+    );
 }
 
 #[test]

@@ -421,7 +421,9 @@ fn exact_bf16_selu_is_small_and_correctly_rounded_everywhere() {
 /// relative error keeps its accuracy next to 0.
 #[test]
 fn multiple_zeros_at_0_get_exact_zero_coefficients() {
-    let cases: [(&str, fn(f64) -> f64, (f64, f64), usize); 4] = [
+    // (expression, f, range, most pieces)
+    type Case = (&'static str, fn(f64) -> f64, (f64, f64), usize);
+    let cases: [Case; 4] = [
         ("x^2", |x| x * x, (-10.0, 10.0), 1),
         ("x^3", |x| x * x * x, (-10.0, 10.0), 1),
         ("relu(x)^2", |x| x.max(0.0) * x.max(0.0), (-8.0, 8.0), 2),
@@ -465,7 +467,10 @@ fn multiple_zeros_at_0_get_exact_zero_coefficients() {
     for x in [1e-18f32, -1e-15, 1e-10, -1e-5] {
         let want = (x as f64).sin().powi(2);
         let got = o.table.eval_f32(x) as f64;
-        assert!(((got - want) / want).abs() < 1e-5, "x = {x}: {got} vs {want}");
+        assert!(
+            ((got - want) / want).abs() < 1e-5,
+            "x = {x}: {got} vs {want}"
+        );
     }
 }
 
@@ -1087,7 +1092,10 @@ fn unreachable_relative_goal_reports_the_f32_evaluators_error() {
     // The nested search's "best found" is a quick estimate below 1e-5, which read as a
     // contradiction unlabelled ("best found: 1.388e-6 with 1024 pieces"): it is named as
     // the quick estimate, beside the narrower goal it had to reach.
-    let best = m.split("best found: ").nth(1).unwrap_or_else(|| panic!("{m}"));
+    let best = m
+        .split("best found: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{m}"));
     let (value, rest) = best.split_once(' ').unwrap();
     if value.parse::<f64>().unwrap() < 1e-5 {
         assert!(

@@ -236,7 +236,8 @@ fn expressions_parse_and_evaluate() {
 #[test]
 fn nested_two_argument_calls_parse() {
     let clip = |x: f64| x.clamp(-1.0, 1.0);
-    let cases: Vec<(&str, Box<dyn Fn(f64) -> f64>)> = vec![
+    type Reference = Box<dyn Fn(f64) -> f64>;
+    let cases: Vec<(&str, Reference)> = vec![
         ("max(-1,min(x,1))", Box::new(clip)),
         ("max(-1, min(x, 1))", Box::new(clip)),
         ("min(max(x,-1),1)", Box::new(clip)),

@@ -651,7 +651,9 @@ mod tests {
     #[test]
     fn zero_orders() {
         let f = |g: fn(f64) -> f64| g;
-        let cases: [(fn(f64) -> f64, f64, f64, usize, usize); 11] = [
+        // (f, a, b, max, the order wanted)
+        type Case = (fn(f64) -> f64, f64, f64, usize, usize);
+        let cases: [Case; 11] = [
             (f(|x| x * x), -1.0, 1.0, 3, 2),
             (f(|x| x * x * x), -10.0, 10.0, 3, 3),
             (f(|x| x.powi(5)), 0.0, 2.0, 3, 3), // capped at the degree
