@@ -839,12 +839,19 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         }
     }
     if let Some(sigma) = a.normal {
-        if !(sigma.is_finite() && sigma > 0.0) {
-            bail!("--normal must be a positive, finite standard deviation (got {sigma})");
+        if !(sigma.is_finite() && sigma > 0.0 && sigma <= f32::MAX as f64) {
+            bail!(
+                "--normal must be a positive, finite standard deviation of at most {:e} \
+                 (the largest f32; got {sigma})",
+                f32::MAX
+            );
         }
         if a.study || a.sweep {
             bail!("--normal applies to single-table timings, not to --study or --sweep");
         }
+    }
+    if a.out_dir.is_some() && !(a.study || a.sweep) {
+        bail!("--out-dir names where --study and --sweep write their files; a single-table bench prints its result (use --json for a machine-readable one)");
     }
     if let Some(u) = a.unroll {
         if ![1, 2, 4, 8].contains(&u) {

@@ -1351,7 +1351,13 @@ fn plot_and_bench_placeholders_fail_cleanly() {
     ok(&o);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["n"], 4096);
-    for arg in ["--normal=0", "--normal=nan", "--normal=inf", "--normal=-1"] {
+    for arg in [
+        "--normal=0",
+        "--normal=nan",
+        "--normal=inf",
+        "--normal=-1",
+        "--normal=1e39",
+    ] {
         fails(
             &pwpa(&["bench", p(&t), "-n", "16", arg]),
             &["--normal must be a positive, finite standard deviation"],
@@ -1369,6 +1375,12 @@ fn plot_and_bench_placeholders_fail_cleanly() {
             "2",
         ]),
         &["--normal applies to single-table timings"],
+        &[],
+    );
+    // --out-dir belongs to --study and --sweep: a single-table bench refuses it.
+    fails(
+        &pwpa(&["bench", p(&t), "-n", "16", "--out-dir", "/tmp"]),
+        &["--out-dir names where --study and --sweep write their files"],
         &[],
     );
 }
