@@ -1842,6 +1842,42 @@ fn a_one_piece_report_is_singular() {
 }
 
 #[test]
+fn an_exact_fit_names_no_worst_input() {
+    // x^2 is exact in one piece: the summary's exhaustive line names no worst input (it read
+    // "at most 0 bf16 values from it (at x = 0)"); an inexact fit still names one.
+    let d = Dir::new();
+    let o = pwpa(&[
+        "fit",
+        "x^2",
+        "--range=-4,4",
+        "--exact",
+        "bf16",
+        "-o",
+        p(&d.path("q.json")),
+    ]);
+    ok(&o);
+    let out = stdout(&o) + &stderr(&o);
+    assert!(
+        out.contains("100.0000 % correctly rounded, at most 0 bf16 values from it"),
+        "{out}"
+    );
+    assert!(!out.contains("(at x ="), "{out}");
+    let o = pwpa(&[
+        "fit",
+        "tanh",
+        "-P",
+        "4",
+        "-D",
+        "1",
+        "-o",
+        p(&d.path("t.json")),
+    ]);
+    ok(&o);
+    let out = stdout(&o) + &stderr(&o);
+    assert!(out.contains("values from it (at x = "), "{out}");
+}
+
+#[test]
 fn raw_standard_input_without_raw_hints_at_it() {
     let d = Dir::new();
     let tp = d.table("t.json", &sample_table(), Layout::Aos);

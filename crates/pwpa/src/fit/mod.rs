@@ -1329,11 +1329,15 @@ impl std::fmt::Display for FitOutcome {
         )?;
         write!(
             f,
-            "  {dt}, every finite input (tails included): {:.4} % correctly rounded, at most {} {dt} values from it (at x = {})",
+            "  {dt}, every finite input (tails included): {:.4} % correctly rounded, at most {} {dt} values from it",
             100.0 * self.all_finite.fraction_correct(),
             self.all_finite.max_ulp,
-            self.all_finite.max_ulp_at
-        )
+        )?;
+        // The worst input, where there is one (none when every input is correctly rounded).
+        if self.all_finite.max_ulp > 0 {
+            write!(f, " (at x = {})", self.all_finite.max_ulp_at)?;
+        }
+        Ok(())
     }
 }
 
