@@ -51,6 +51,19 @@ def test_invalid_tables_raise_table_error(kwargs, message):
         pwpa.Table(**kwargs)
 
 
+def test_tails_read_from_a_table_can_be_given_back():
+    # An infinite constant reads back as the table format's string "inf"; that dict is
+    # accepted as a tail again (it was "field 'value' must be a number").
+    t = pwpa.Table([-1.0, 0.0, 1.0], [[1.0, 0.0], [2.0, 0.0]], left_tail=float("-inf"), right_tail=float("inf"))
+    assert t.left_tail == {"kind": "constant", "value": "-inf"}
+    assert t.right_tail == {"kind": "constant", "value": "inf"}
+    u = pwpa.Table([-1.0, 0.0, 1.0], [[1.0, 0.0], [2.0, 0.0]], left_tail=t.right_tail, right_tail=t.left_tail)
+    x = np.array([-5.0, 5.0], dtype=np.float32)
+    np.testing.assert_array_equal(u(x), np.array([np.inf, -np.inf], dtype=np.float32))
+    with pytest.raises(pwpa.ArgumentError, match="invalid right tail"):
+        pwpa.Table([0.0, 1.0], [[1.0]], right_tail={"kind": "constant", "value": "big"})
+
+
 def test_bad_tail_specs_are_argument_errors():
     with pytest.raises(pwpa.ArgumentError, match="invalid left tail 'flat'"):
         pwpa.Table([0.0, 1.0], [[1.0]], left_tail="flat")

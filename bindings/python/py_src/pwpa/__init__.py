@@ -182,7 +182,13 @@ def _tail_dict(spec: TailSpec, side: str) -> Optional[dict]:
             return {"kind": kind}
         raise ArgumentError(f"invalid {side} tail {spec!r}")
     if isinstance(spec, dict):
-        return dict(spec)
+        d = dict(spec)
+        # An infinite constant is the string "inf" / "-inf" in the table format (and in
+        # Table.left_tail), so that a tail read from a table can be given back.
+        v = d.get("value")
+        if isinstance(v, str) and v.strip().lower() in ("inf", "+inf", "-inf"):
+            d["value"] = float(v)
+        return d
     raise ArgumentError(f"invalid {side} tail {spec!r}")
 
 
