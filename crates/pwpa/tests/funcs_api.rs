@@ -1,6 +1,6 @@
 //! Catalogue metadata, expressions, samples and check_finite.
 
-use pwpa::funcs::{catalogue, lookup, Symmetry, Target};
+use pwpa::funcs::{catalogue, lookup, Expression, Symmetry, Target};
 use pwpa::{bf16, f16, Element, Error, Tail};
 
 fn assert_send_sync<T: Send + Sync>() {}
@@ -227,6 +227,29 @@ fn expressions_parse_and_evaluate() {
         assert_eq!(t.default_range(), (-8.0, 8.0));
         assert_eq!(t.default_tails(), (Tail::Extend, Tail::Extend));
         assert_eq!(t.name(), expr);
+    }
+}
+
+#[test]
+fn functions_without_parentheses_are_refused() {
+    // exmex bound a bare function tighter than what follows: `exp -x^2` was exp(-x)^2.
+    for text in [
+        "exp -x^2", "sin x", "sin x^2", "tanh 2*x", "-exp x", "x^sin x", "sqrt x^2", "exp",
+    ] {
+        let e = Expression::parse(text).unwrap_err().to_string();
+        assert!(e.contains("write ") && e.contains("(…)"), "{text}: {e}");
+    }
+    // With parentheses, spaced or not, the same names parse as calls.
+    for (text, x, want) in [
+        ("exp(-x^2)", 1.5f64, (-2.25f64).exp()),
+        ("sin (x)^2", 0.5, 0.5f64.sin().powi(2)),
+        ("tanh( 2*x )", 0.25, 0.5f64.tanh()),
+    ] {
+        let got = Expression::parse(text).unwrap().eval(x);
+        assert!(
+            (got - want).abs() <= 1e-15 * want.abs(),
+            "{text}: {got} vs {want}"
+        );
     }
 }
 

@@ -351,23 +351,28 @@ impl Normalizer {
                     out.push(op);
                     self.i += 1;
                 }
-                // Juxtaposition: a function applied without parentheses (`sin x`) is
-                // left to exmex; anything else (`2x`, `x x`, `(x+1)(x-1)`) lacks an
-                // operator.
+                // Juxtaposition: a function applied without parentheses (`sin x`,
+                // `exp -x^2`) is refused — exmex would bind it tighter than a power or a
+                // sign after it (`exp -x^2` was exp(-x)^2); anything else (`2x`, `x x`,
+                // `(x+1)(x-1)`) lacks an operator.
                 Some(next) => {
                     let left = left.trim();
                     let bare_name = left.chars().all(|ch| ch.is_alphanumeric() || ch == '_')
                         && left.starts_with(|ch: char| ch.is_alphabetic() || ch == '_')
                         && left != "x"
                         && !registry().constants.contains(&left);
-                    if !bare_name {
+                    if bare_name {
                         return Err(format!(
-                            "missing operator between '{left}' and '{next}' at position {} \
-                             (write products with *, e.g. 2*x)",
+                            "'{left}' is applied without parentheses at position {}: write \
+                             {left}(…) (a function's argument always goes in parentheses)",
                             self.i + 1
                         ));
                     }
-                    out.push(' ')
+                    return Err(format!(
+                        "missing operator between '{left}' and '{next}' at position {} \
+                         (write products with *, e.g. 2*x)",
+                        self.i + 1
+                    ));
                 }
             }
         }
@@ -509,6 +514,15 @@ impl Normalizer {
                     return Err(format!(
                         "unknown function '{name}' (known functions: {})",
                         reg.listing
+                    ));
+                }
+                if known && !value && self.peek() != Some('(') {
+                    // `sin x`, `exp -x^2`: exmex would bind the function tighter than a
+                    // power or sign after it (`exp -x^2` was exp(-x)^2).
+                    return Err(format!(
+                        "'{name}' at position {} is a function: write {name}(…) (its argument \
+                         always goes in parentheses)",
+                        start + 1
                     ));
                 }
                 if self.peek() != Some('(') || !known {
