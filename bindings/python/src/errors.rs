@@ -26,7 +26,10 @@ pub fn class_name(e: &pwpa::Error) -> &'static str {
         E::Fit(_) | E::NotFinite { .. } => "FitError",
         E::UnsupportedDType(_) => "DTypeError",
         E::LengthMismatch { .. } => "ShapeError",
-        E::Array(_) | E::InvalidArgument(_) | E::InvalidExportName { .. } => "ArgumentError",
+        E::Array(_)
+        | E::InvalidArgument(_)
+        | E::InvalidExportName { .. }
+        | E::ExportNameCollides { .. } => "ArgumentError",
         #[allow(unreachable_patterns)]
         _ => "PwpaError",
     }

@@ -91,6 +91,14 @@ pub enum Error {
         /// The name given.
         name: String,
     },
+    /// An export name whose symbols would collide with the helpers every header shares.
+    #[error("export name '{name}' would define {symbol}, the name of a helper every pwpa header shares; choose another name (e.g. '{name}_table')")]
+    ExportNameCollides {
+        /// The name given.
+        name: String,
+        /// The colliding symbol.
+        symbol: String,
+    },
     /// JSON that does not parse or does not match the schema.
     #[error("malformed table file: {0}")]
     Format(String),

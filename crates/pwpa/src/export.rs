@@ -35,13 +35,50 @@ pub fn check_name(name: &str) -> Result<()> {
         _ => false,
     } && !name.contains("__")
         && !(name.starts_with('_') && name[1..].starts_with(|c: char| c.is_ascii_uppercase()));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::InvalidExportName {
+    if !ok {
+        return Err(Error::InvalidExportName {
             name: name.to_string(),
-        })
+        });
     }
+    if let Some(sym) = colliding_symbol(name) {
+        return Err(Error::ExportNameCollides {
+            name: name.to_string(),
+            symbol: sym,
+        });
+    }
+    Ok(())
+}
+
+/// The helpers every header shares (defined once under `PWPA_COMMON_DEFINED`).
+const SHARED_SYMBOLS: [&str; 6] = [
+    "pwpa_bits",
+    "pwpa_exp2_poly",
+    "pwpa_exp2f",
+    "pwpa_f32",
+    "pwpa_fp_env_ok",
+    "pwpa_horner",
+];
+
+/// The lowercase symbols a header defines for `name` besides the shared helpers.
+const NAME_SUFFIXES: [&str; 9] = [
+    "_piece",
+    "_eval_raw",
+    "_eval",
+    "_coeffs",
+    "_breakpoints",
+    "_anchors",
+    "_fp_env_ok",
+    "_left_q",
+    "_right_q",
+];
+
+/// A symbol the header for `name` would define that is also a shared helper (`pwpa` gives
+/// `pwpa_fp_env_ok`), if any.
+fn colliding_symbol(name: &str) -> Option<String> {
+    NAME_SUFFIXES
+        .iter()
+        .map(|s| format!("{name}{s}"))
+        .find(|sym| SHARED_SYMBOLS.contains(&sym.as_str()))
 }
 
 /// A C identifier made from `s` (a file stem, say) that [`check_name`] accepts: each run
@@ -84,12 +121,18 @@ pub fn format_from_path(path: &std::path::Path) -> Option<&'static str> {
 /// The default symbol prefix for a header written to `path`: its file stem as an
 /// [`identifier`].
 pub fn default_name(path: &std::path::Path) -> String {
-    identifier(
+    let id = identifier(
         &path
             .file_stem()
             .map(|s| s.to_string_lossy())
             .unwrap_or_default(),
-    )
+    );
+    // `pwpa.h` would define pwpa_fp_env_ok, a shared helper's name.
+    if colliding_symbol(&id).is_some() {
+        format!("{id}_table")
+    } else {
+        id
+    }
 }
 
 /// `text` made safe inside a one-line comment of either format: control characters

@@ -401,6 +401,14 @@ fn export_names_must_be_c_identifiers() {
         assert!(e.contains("not a C identifier"), "{bad:?}: {e}");
     }
     assert!(c_header(&t, "_gelu2", "x").is_ok());
+    // `pwpa` would define pwpa_fp_env_ok, a helper every header shares (the header did not
+    // compile): refused by name, and a file pwpa.h gets the default name pwpa_table.
+    let e = c_header(&t, "pwpa", "x").unwrap_err().to_string();
+    assert!(e.contains("pwpa_fp_env_ok") && e.contains("shares"), "{e}");
+    let p = std::path::Path::new;
+    assert_eq!(pwpa::export::default_name(p("out/pwpa.h")), "pwpa_table");
+    assert_eq!(pwpa::export::default_name(p("gelu.h")), "gelu");
+    assert!(c_header(&t, "pwpa_gelu", "x").is_ok());
     assert_eq!(
         pwpa::export::identifier("gelu-bf16.exact"),
         "gelu_bf16_exact"
