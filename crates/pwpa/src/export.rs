@@ -298,6 +298,11 @@ pub fn c_header(table: &Table, name: &str, source: &str) -> Result<String> {
 #if defined(__ASSOCIATIVE_MATH__)
 #error \"pwpa tables need IEEE arithmetic: compile without -funsafe-math-optimizations / -fassociative-math\"
 #endif
+/* -fno-signed-zeros (GCC: __NO_SIGNED_ZEROS__) lets the compiler turn -0 results into +0
+ * (the exp2 tails' negated results). */
+#if defined(__NO_SIGNED_ZEROS__)
+#error \"pwpa tables need IEEE arithmetic: compile without -fno-signed-zeros\"
+#endif
 
 #ifndef PWPA_COMMON_DEFINED
 #define PWPA_COMMON_DEFINED
