@@ -48,6 +48,17 @@ pub fn run(a: &ExportArgs) -> Result<()> {
         ),
     };
     check_output_dir(&a.output)?;
+    if crate::same_file(&a.output, &a.table) {
+        bail!(
+            "-o {} is the table being exported; write the {} to another file",
+            a.output.display(),
+            if format == ExportFormat::C {
+                "header"
+            } else {
+                "memory image"
+            }
+        );
+    }
     let (table, _) = load_table(&a.table)?;
     let source = match table.meta.get("function").and_then(|v| v.as_str()) {
         Some(f) => format!("{} (function {f})", a.table.display()),

@@ -284,6 +284,24 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
             "a pwpa table is JSON: write it to a .json file (.npy output is for --to seed with --points-out)"
         );
     }
+    // An output over an input: a seed export drops the tails (and may not be bit-exact),
+    // and the points file of a seed import would be gone. (A table rewritten as aos/soa
+    // in place is the same table and allowed.)
+    let outputs = std::iter::once(&a.output).chain(a.points_out.iter());
+    for out in outputs {
+        let over_input = crate::same_file(out, &a.input) && (a.to == To::Seed || from_seed);
+        if over_input || a.points.as_ref().is_some_and(|p| crate::same_file(out, p)) {
+            bail!(
+                "{} is also an input of this conversion; write the {} to another file",
+                out.display(),
+                if a.to == To::Seed {
+                    "seed form (it keeps no tails)"
+                } else {
+                    "table"
+                }
+            );
+        }
+    }
     if a.to == To::Seed {
         match &a.points_out {
             Some(p) if !is_npy(&a.output) || !is_npy(p) => {

@@ -1878,6 +1878,30 @@ fn an_exact_fit_names_no_worst_input() {
 }
 
 #[test]
+fn outputs_over_their_input_are_refused() {
+    // A seed export or a C header written over the table it came from replaced the table
+    // (the seed form keeps no tails); a table rewritten in place as soa is the same table.
+    let d = Dir::new();
+    let tp = d.table("t.json", &sample_table(), Layout::Aos);
+    let before = std::fs::read(&tp).unwrap();
+    fails(
+        &pwpa(&["convert", p(&tp), "--to", "seed", "-o", p(&tp)]),
+        &["is also an input of this conversion"],
+        &[],
+    );
+    fails(
+        &pwpa(&["export", p(&tp), "--format", "c", "-o", p(&tp)]),
+        &["is the table being exported"],
+        &[],
+    );
+    assert_eq!(std::fs::read(&tp).unwrap(), before);
+    ok(&pwpa(&["convert", p(&tp), "--to", "soa", "-o", p(&tp)]));
+    let (t, layout) = pwpa::format::from_json(&std::fs::read_to_string(&tp).unwrap()).unwrap();
+    assert_eq!(layout, Layout::Soa);
+    assert_eq!(t, sample_table());
+}
+
+#[test]
 fn raw_standard_input_without_raw_hints_at_it() {
     let d = Dir::new();
     let tp = d.table("t.json", &sample_table(), Layout::Aos);
