@@ -88,11 +88,15 @@ mod f32_or_inf {
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum V {
-            N(f32),
+            N(f64),
             S(String),
         }
         match V::deserialize(d)? {
-            V::N(x) => Ok(x),
+            // A finite number beyond f32 would silently become ±Inf.
+            V::N(x) if x.is_finite() && !(x as f32).is_finite() => Err(D::Error::custom(format!(
+                "constant tail value {x:e} overflows f32 (write \"inf\" or \"-inf\" for an infinite tail)"
+            ))),
+            V::N(x) => Ok(x as f32),
             V::S(s) => match s.as_str() {
                 "inf" | "+inf" => Ok(f32::INFINITY),
                 "-inf" => Ok(f32::NEG_INFINITY),
@@ -596,6 +600,25 @@ mod tests {
         assert_ne!(bad, good);
         let e = from_json(&bad).unwrap_err().to_string();
         assert!(e.contains("malformed"), "{e}");
+        // A finite number beyond f32 is refused (it became +Inf silently); the largest
+        // f32 and the string "inf" load.
+        let with = |v: &str| {
+            good.replace(
+                "\"kind\": \"linear\",\n      \"slope\": 1.0,\n      \"intercept\": -0.125",
+                &format!("\"kind\": \"constant\",\n      \"value\": {v}"),
+            )
+        };
+        let e = from_json(&with("1e39")).unwrap_err().to_string();
+        assert!(e.contains("1e39 overflows f32"), "{e}");
+        let e = from_json(&with("-1e300")).unwrap_err().to_string();
+        assert!(e.contains("overflows f32"), "{e}");
+        for (v, want) in [
+            ("3.4028234663852886e38", f32::MAX),
+            ("\"inf\"", f32::INFINITY),
+        ] {
+            let t = from_json(&with(v)).unwrap().0;
+            assert_eq!(t.right_tail(), &Tail::Constant { value: want }, "{v}");
+        }
     }
 
     /// `clamp` and `extend` tails are written as `{"kind": …}` alone, and an extra
