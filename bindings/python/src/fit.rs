@@ -18,11 +18,21 @@ pub fn parse_tail(py: Python<'_>, side: &'static str, spec: &Bound<'_, PyDict>) 
         spec.get_item(key)?
             .ok_or_else(|| bad(format!("missing field '{key}'")))
     };
+    // A finite number beyond f32 is refused (as `as f32` it would become ±Inf: silently
+    // an infinite constant tail).
+    let f32_of = |key: &str, v: f64| -> PyResult<f32> {
+        if v.is_finite() && !(v as f32).is_finite() {
+            return Err(bad(format!(
+                "field '{key}' = {v:e} overflows f32 (an infinite constant is float('inf'))"
+            )));
+        }
+        Ok(v as f32)
+    };
     let num = |key: &str| -> PyResult<f32> {
-        get(key)?
+        let v = get(key)?
             .extract::<f64>()
-            .map(|v| v as f32)
-            .map_err(|_| bad(format!("field '{key}' must be a number")))
+            .map_err(|_| bad(format!("field '{key}' must be a number")))?;
+        f32_of(key, v)
     };
     let kind: String = get("kind")?
         .extract()
@@ -63,8 +73,8 @@ pub fn parse_tail(py: Python<'_>, side: &'static str, spec: &Bound<'_, PyDict>) 
                 .extract::<Vec<f64>>()
                 .map_err(|_| bad("field 'coefficients' must be a list of numbers".into()))?
                 .into_iter()
-                .map(|v| v as f32)
-                .collect(),
+                .map(|v| f32_of("coefficients", v))
+                .collect::<PyResult<Vec<f32>>>()?,
         },
     };
     tail.validate(side).py_err(py)?;

@@ -62,6 +62,10 @@ def test_tails_read_from_a_table_can_be_given_back():
     np.testing.assert_array_equal(u(x), np.array([np.inf, -np.inf], dtype=np.float32))
     with pytest.raises(pwpa.ArgumentError, match="invalid right tail"):
         pwpa.Table([0.0, 1.0], [[1.0]], right_tail={"kind": "constant", "value": "big"})
+    # A finite value beyond f32 is refused (it became +Inf silently); the largest f32 loads.
+    with pytest.raises(pwpa.ArgumentError, match="overflows f32"):
+        pwpa.Table([0.0, 1.0], [[1.0]], right_tail=1e39)
+    assert pwpa.Table([0.0, 1.0], [[1.0]], right_tail=3e38).right_tail["value"] == pytest.approx(3e38, rel=1e-7)
 
 
 def test_bad_tail_specs_are_argument_errors():
