@@ -67,6 +67,14 @@ pub struct BenchArgs {
     pub out_dir: Option<PathBuf>,
 }
 
+/// The single-table benchmark's inputs, in words (as `inputs` below draws them).
+fn inputs_desc(normal: Option<f64>) -> String {
+    match normal {
+        Some(sigma) => format!("normal N(0, {sigma}^2)"),
+        None => "uniform over the table's range and a 10 % margin on each side".into(),
+    }
+}
+
 /// A random table for speed measurements: `P` pieces of degree `D`, uniform or arbitrary
 /// breakpoints over [-8, 8], midpoint anchors (zero anchors when `zero_anchors`), clamp tails.
 pub fn random_table(
@@ -809,10 +817,19 @@ fn run_cuda(a: &BenchArgs) -> Result<()> {
     }
     let (rows, kernel) = cuda_single(a, &b)?;
     if a.json {
-        let v = serde_json::json!({"device": b.device_name(), "target": a.target, "rows": rows, "kernel": kernel});
+        let v = serde_json::json!({"device": b.device_name(), "target": a.target,
+            "inputs": inputs_desc(a.normal), "rows": rows, "kernel": kernel});
         return emit(&(serde_json::to_string_pretty(&v)? + "\n"));
     }
-    emit(&(header(&b, &a.target) + &print_rows(&rows) + "\npwpa: " + &kernel + "\n"))
+    emit(
+        &(header(&b, &a.target)
+            + &print_rows(&rows)
+            + "\npwpa: "
+            + &kernel
+            + "\ninputs: "
+            + &inputs_desc(a.normal)
+            + "\n"),
+    )
 }
 
 /// `pwpa bench`.
@@ -839,10 +856,11 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         }
     }
     if let Some(sigma) = a.normal {
-        if !(sigma.is_finite() && sigma > 0.0 && sigma <= f32::MAX as f64) {
+        if !(sigma.is_finite() && sigma >= f32::MIN_POSITIVE as f64 && sigma <= f32::MAX as f64) {
             bail!(
-                "--normal must be a positive, finite standard deviation of at most {:e} \
-                 (the largest f32; got {sigma})",
+                "--normal must be a finite standard deviation from {:e} to {:e} (the \
+                 smallest normal and the largest f32: smaller ones make inputs 0; got {sigma})",
+                f32::MIN_POSITIVE,
                 f32::MAX
             );
         }
@@ -885,6 +903,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         "degree": table.degree(),
         "breakpoints": if table.breakpoints().is_uniform() { "uniform" } else { "arbitrary" },
         "repeats": a.repeats,
+        "inputs": inputs_desc(a.normal),
         "eval_s": te,
         "copy_s": tc,
         "eval_gelem_s": n as f64 / te / 1e9,
@@ -896,7 +915,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         return emit(&(serde_json::to_string_pretty(&r)? + "\n"));
     }
     emit(&format!(
-        "cpu {} {} elements, P = {}, D = {} ({} breakpoints), median of {}:\n  eval  {:.3} ms  {:.3} Gelem/s  {:.2} GB/s\n  copy  {:.3} ms  {:.2} GB/s (memcpy of the same bytes, 1 thread)\n  eval is {:.2} of copy\n",
+        "cpu {} {} elements, P = {}, D = {} ({} breakpoints), median of {}:\n  eval  {:.3} ms  {:.3} Gelem/s  {:.2} GB/s\n  copy  {:.3} ms  {:.2} GB/s (memcpy of the same bytes, 1 thread)\n  eval is {:.2} of copy\n  inputs: {}\n",
         a.dtype,
         n,
         table.partitions(),
@@ -908,7 +927,8 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         bytes / te / 1e9,
         tc * 1e3,
         bytes / tc / 1e9,
-        tc / te
+        tc / te,
+        inputs_desc(a.normal)
     ))
 }
 

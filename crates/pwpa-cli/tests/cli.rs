@@ -1351,16 +1351,18 @@ fn plot_and_bench_placeholders_fail_cleanly() {
     ok(&o);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["n"], 4096);
+    assert_eq!(v["inputs"], "normal N(0, 4^2)");
     for arg in [
         "--normal=0",
         "--normal=nan",
         "--normal=inf",
         "--normal=-1",
         "--normal=1e39",
+        "--normal=1e-50",
     ] {
         fails(
             &pwpa(&["bench", p(&t), "-n", "16", arg]),
-            &["--normal must be a positive, finite standard deviation"],
+            &["--normal must be a finite standard deviation from"],
             &[],
         );
     }
