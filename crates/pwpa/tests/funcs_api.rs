@@ -239,6 +239,17 @@ fn functions_without_parentheses_are_refused() {
         let e = Expression::parse(text).unwrap_err().to_string();
         assert!(e.contains("write ") && e.contains("(…)"), "{text}: {e}");
     }
+    // Errors in the normalizer's words, not exmex's ("wlog an opening paren …").
+    for (text, want) in [
+        ("()", "empty parentheses at position 1"),
+        ("x*()", "empty parentheses at position 3"),
+        ("x+", "'+' at position 2 has no right operand"),
+        ("(x*)", "'*' at position 3 has no right operand"),
+        ("max(x-,1)", "'-' at position 6 has no right operand"),
+    ] {
+        let e = Expression::parse(text).unwrap_err().to_string();
+        assert!(e.contains(want), "{text}: {e}");
+    }
     // With parentheses, spaced or not, the same names parse as calls.
     for (text, x, want) in [
         ("exp(-x^2)", 1.5f64, (-2.25f64).exp()),

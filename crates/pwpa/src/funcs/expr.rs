@@ -350,6 +350,13 @@ impl Normalizer {
                 Some(op @ ('+' | '-' | '*' | '/')) => {
                     out.push(op);
                     self.i += 1;
+                    self.ws();
+                    if matches!(self.peek(), None | Some(')' | ',')) {
+                        return Err(format!(
+                            "'{op}' at position {} has no right operand",
+                            self.i
+                        ));
+                    }
                 }
                 // Juxtaposition: a function applied without parentheses (`sin x`,
                 // `exp -x^2`) is refused — exmex would bind it tighter than a power or a
@@ -459,6 +466,9 @@ impl Normalizer {
                 let args = self.arguments()?;
                 if args.len() > 1 {
                     return Err(COMMA.into());
+                }
+                if args[0].trim().is_empty() {
+                    return Err(format!("empty parentheses at position {}", start + 1));
                 }
                 out.push('(');
                 out.push_str(&args[0]);
