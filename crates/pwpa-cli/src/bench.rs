@@ -858,8 +858,9 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     if let Some(sigma) = a.normal {
         if !(sigma.is_finite() && sigma >= f32::MIN_POSITIVE as f64 && sigma <= f32::MAX as f64) {
             bail!(
-                "--normal must be a finite standard deviation from {:e} to {:e} (the \
-                 smallest normal and the largest f32: smaller ones make inputs 0; got {sigma})",
+                "--normal must be a positive, finite standard deviation from {:e} to {:e} \
+                 (the smallest normal and the largest f32: smaller ones make every input 0; \
+                 got {sigma})",
                 f32::MIN_POSITIVE,
                 f32::MAX
             );

@@ -1362,7 +1362,7 @@ fn plot_and_bench_placeholders_fail_cleanly() {
     ] {
         fails(
             &pwpa(&["bench", p(&t), "-n", "16", arg]),
-            &["--normal must be a finite standard deviation from"],
+            &["--normal must be a positive, finite standard deviation from"],
             &[],
         );
     }
