@@ -21,12 +21,11 @@ pub fn parse_tail(py: Python<'_>, side: &'static str, spec: &Bound<'_, PyDict>) 
     // A finite number beyond f32 is refused (as `as f32` it would become ±Inf: silently
     // an infinite constant tail).
     let f32_of = |key: &str, v: f64| -> PyResult<f32> {
-        if v.is_finite() && !(v as f32).is_finite() {
-            return Err(bad(format!(
+        pwpa::element::f32_from_f64(v).ok_or_else(|| {
+            bad(format!(
                 "field '{key}' = {v:e} overflows f32 (an infinite constant is float('inf'))"
-            )));
-        }
-        Ok(v as f32)
+            ))
+        })
     };
     let num = |key: &str| -> PyResult<f32> {
         let v = get(key)?

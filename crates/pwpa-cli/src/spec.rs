@@ -24,11 +24,7 @@ fn number(s: &str, what: &str) -> Result<f64, String> {
 
 fn number_f32(s: &str, what: &str) -> Result<f32, String> {
     let v = number(s, what)?;
-    let f = v as f32;
-    if !f.is_finite() {
-        return Err(format!("{what} '{}' overflows f32", s.trim()));
-    }
-    Ok(f)
+    pwpa::element::f32_from_f64(v).ok_or_else(|| format!("{what} '{}' overflows f32", s.trim()))
 }
 
 /// A constant tail's value: a finite f32, or `inf` / `-inf` (as the table format

@@ -706,8 +706,8 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
     const u64 ntiles = (nchunks + WTILE - 1) / WTILE;
     const u32 tkl = (WSUB == 0) ? threadIdx.x : (threadIdx.x % TK_THREADS);  // thread within its taker
 #if WSUB != 0 && GW > 1
-    // Tickets per group of GW warps (tuning): passed on through shared memory and a named
-    // barrier of the group's threads.
+    // Tickets per group of GW warps (compaction kernels, CudaTable::spec): passed on
+    // through shared memory and a named barrier of the group's threads.
     __shared__ u32 gtk[2][BLOCK / 32];
     const u32 grp = threadIdx.x / TK_THREADS;
 #endif
@@ -765,7 +765,7 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
         for (u32 m = 0; m < TK_STEPS; ++m) {
             const u64 wbase = (u64)t * WTILE + (u64)m * (TK_THREADS * UNROLL);
 #if WSUB != 0
-            if (wbase >= nchunks) break;  // warp-uniform
+            if (wbase >= nchunks) break;  // uniform over the taker
 #endif
             const u64 c0 = wbase + tkl;
             uint4 in[UNROLL];

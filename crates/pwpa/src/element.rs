@@ -13,6 +13,13 @@ pub const F16_CANONICAL_NAN: u16 = 0x7E00;
 /// Canonical bf16 quiet NaN.
 pub const BF16_CANONICAL_NAN: u16 = 0x7FC0;
 
+/// `v` rounded to f32, or None where a finite `v` lies beyond f32's range (`as f32` would
+/// turn it into ±Inf silently). ±Inf and NaN pass through as themselves.
+pub fn f32_from_f64(v: f64) -> Option<f32> {
+    let f = v as f32;
+    (f.is_finite() || !v.is_finite()).then_some(f)
+}
+
 /// The element types pwpa evaluates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -93,10 +93,11 @@ mod f32_or_inf {
         }
         match V::deserialize(d)? {
             // A finite number beyond f32 would silently become ±Inf.
-            V::N(x) if x.is_finite() && !(x as f32).is_finite() => Err(D::Error::custom(format!(
-                "constant tail value {x:e} overflows f32 (write \"inf\" or \"-inf\" for an infinite tail)"
-            ))),
-            V::N(x) => Ok(x as f32),
+            V::N(x) => crate::element::f32_from_f64(x).ok_or_else(|| {
+                D::Error::custom(format!(
+                    "constant tail value {x:e} overflows f32 (write \"inf\" or \"-inf\" for an infinite tail)"
+                ))
+            }),
             V::S(s) => match s.as_str() {
                 "inf" | "+inf" => Ok(f32::INFINITY),
                 "-inf" => Ok(f32::NEG_INFINITY),

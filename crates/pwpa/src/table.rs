@@ -1058,16 +1058,19 @@ mod tests {
     /// in seed JSON).
     #[test]
     fn seed_export_refuses_coefficients_that_overflow_f32() {
-        let t = Table::new(
-            Breakpoints::arbitrary(vec![0.0, 1.0, 2.0]).unwrap(),
-            2,
-            vec![0.0, 1e30],
-            vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0],
-            Tail::Extend,
-            Tail::Extend,
-        )
-        .unwrap();
-        match t.to_seed() {
+        // Two pieces of degree 2, the second anchored at `a`.
+        let anchored = |a: f32| {
+            Table::new(
+                Breakpoints::arbitrary(vec![0.0, 1.0, 2.0]).unwrap(),
+                2,
+                vec![0.0, a],
+                vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+                Tail::Extend,
+                Tail::Extend,
+            )
+            .unwrap()
+        };
+        match anchored(1e30).to_seed() {
             Err(
                 e @ Error::SeedOverflow {
                     piece: 1,
@@ -1083,16 +1086,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // A near anchor re-expands fine (not exact, but finite).
-        let near = Table::new(
-            Breakpoints::arbitrary(vec![0.0, 1.0, 2.0]).unwrap(),
-            2,
-            vec![0.0, 1.5],
-            vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0],
-            Tail::Extend,
-            Tail::Extend,
-        )
-        .unwrap();
-        let (c, _, exact) = near.to_seed().unwrap();
+        let (c, _, exact) = anchored(1.5).to_seed().unwrap();
         assert!(!exact);
         assert_eq!(&c[3..], &[1.0, -2.0, 1.75]);
     }
