@@ -650,7 +650,9 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 //     chunks, thread l of the taker taking chunks l, l + 32 GW, ... of a step, with no block
 //     barrier (a group's named barrier passes its next ticket on): the warps or groups drift
 //     apart and one's loads overlap another's arithmetic (best for tables whose lookups cost
-//     most, groups of 4 for compaction; the host chooses, CudaTable::spec).
+//     most, groups of 4 for compaction; on devices of <= 4 TB/s, one step per group of 16
+//     warps, or 8 with compaction, for the f32 tables that would take tiles per block; the
+//     host chooses, CudaTable::spec).
 // A taker's first tile is its own index (see NTAKERS), the rest come from the counter; the
 // taker that takes the launch's last counter ticket sets it back to zero for the next launch
 // on the stream. The next ticket is taken while the current tile is in flight.
@@ -706,8 +708,8 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
     const u64 ntiles = (nchunks + WTILE - 1) / WTILE;
     const u32 tkl = (WSUB == 0) ? threadIdx.x : (threadIdx.x % TK_THREADS);  // thread within its taker
 #if WSUB != 0 && GW > 1
-    // Tickets per group of GW warps (compaction kernels, CudaTable::spec): passed on
-    // through shared memory and a named barrier of the group's threads.
+    // Tickets per group of GW warps (CudaTable::spec): passed on through shared memory and
+    // a named barrier of the group's threads.
     __shared__ u32 gtk[2][BLOCK / 32];
     const u32 grp = threadIdx.x / TK_THREADS;
 #endif

@@ -585,13 +585,15 @@ impl KernelSpec {
             ));
         }
         if self.wsub > 0 {
-            if self.gw > 1 {
-                d.push_str(&format!(
-                    ", tiles per group of {} warps ({} steps)",
-                    self.gw, self.wsub
-                ));
+            let steps = if self.wsub == 1 {
+                "1 step".to_string()
             } else {
-                d.push_str(&format!(", tiles per warp ({} steps)", self.wsub));
+                format!("{} steps", self.wsub)
+            };
+            if self.gw > 1 {
+                d.push_str(&format!(", tiles per group of {} warps ({steps})", self.gw));
+            } else {
+                d.push_str(&format!(", tiles per warp ({steps})"));
             }
         } else {
             d.push_str(", tiles per block");
@@ -705,6 +707,11 @@ const EXP2_NEAR: f32 = 4.0;
 /// Steps of 32 × UNROLL chunks in a warp's tile when tickets are per warp (2: 2 KB of f32
 /// input per step at UNROLL 4; 8 and 32 steps were slower, 32 much: too few tiles per warp).
 const WARP_TILE_STEPS: u32 = 2;
+
+/// Warps per tile taker for the f32 forward kernels that would otherwise take tile tickets
+/// per block (not on fast devices; 8 with compaction), one step per tile; see
+/// [`CudaTable::spec`].
+const GROUP_TILE_WARPS: u32 = 16;
 
 /// Peak DRAM bandwidth (bytes per second) above which the f32 forward kernels take tile
 /// tickets per warp for more tables, with [`FAST_WARP_TILE_STEPS`] steps (see
@@ -1440,7 +1447,29 @@ impl CudaTable {
         } else {
             WARP_TILE_STEPS
         };
-        let wsub = wsub_override().unwrap_or(if per_warp { steps } else { 0 });
+        // The f32 forward pass on other devices where the block would take the tickets: a
+        // tile of one step per group of warps instead (16 warps, 8 with compaction; a named
+        // barrier per tile instead of the block's), half or a quarter of the block's tile.
+        // Measured on an H100 (2026-11-27, session 20, bench/gpu_lab/fixed_cost.py, f32,
+        // N(0, 16), 2^28, µs, per block → 1 step per 8 | 16 warps; copy 712–713): sigmoid
+        // 731–733 → 709.0–710.3 | –, softplus 726–728 → 709.9 | –, log_sigmoid 726.0 →
+        // 710.0 | 717.0, silu 719.5 → 720.8 | 718.3, mish 718.0 → 717.8 | 715.2, tanh 718.1
+        // → 715.6 | 713.2 (one step per 4 warps: sigmoid, softplus, log_sigmoid 713.7–713.8;
+        // per warp: tanh 991, the counter's atomics saturate).
+        let group_warps = if compact { 8 } else { GROUP_TILE_WARPS };
+        let group_tiles = !per_warp
+            && !fast_f32
+            && x_dtype == DType::F32
+            && !grad
+            && deriv.is_none()
+            && warp_group(block, group_warps) > 1;
+        let wsub = wsub_override().unwrap_or(if per_warp {
+            steps
+        } else if group_tiles {
+            1
+        } else {
+            0
+        });
         // Compaction kernels with tickets per warp take a tile per group of 4 warps (a named
         // barrier per tile): measured on an H100 (2026-11-27, session 19,
         // bench/gpu_lab/fixed_cost.py, f32, N(0, 16), 2^28, warps per tile 1 → 4 | 8 | 16):
@@ -1448,10 +1477,12 @@ impl CudaTable {
         // 712–713); one warp per tile lost throughput (368 against copy's 377 Gelem/ms; tanh
         // with tickets per warp the same), a block per tile stalls the block on compaction's
         // uneven work. Not measured on faster devices: one warp there.
-        let gw = if wsub > 0 {
-            warp_group(block, if compact && !fast_f32 { 4 } else { 1 })
-        } else {
+        let gw = if wsub == 0 {
             1
+        } else if group_tiles {
+            warp_group(block, group_warps)
+        } else {
+            warp_group(block, if compact && !fast_f32 { 4 } else { 1 })
         };
         let rec_smem = if smem_rec { rec_r(repl, replt) } else { 0 };
         let idx = self.idx_bytes(crepl);

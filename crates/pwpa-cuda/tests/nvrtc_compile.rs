@@ -160,6 +160,27 @@ fn every_specialisation_compiles_for_sm90() {
         });
         n += 1;
     }
+    // The f32 forward pass with one-step tiles per group of 8 or 16 warps (the host's
+    // choice on H100-class devices where a block would take the tickets): uniform and
+    // arbitrary, with and without compaction, f32 and 16-bit outputs.
+    for (gw, compact, arbitrary, yd) in [
+        (16u32, false, false, DType::F32),
+        (16, false, true, DType::BF16),
+        (8, true, true, DType::F32),
+        (8, true, false, DType::F16),
+    ] {
+        compiles_without_spills(&KernelSpec {
+            arbitrary,
+            tails: if compact { (3, 1, 8, 1) } else { (0, 1, 1, 1) },
+            smem_idx: arbitrary,
+            one_step: arbitrary,
+            compact,
+            wsub: 1,
+            gw,
+            ..large_block_spec(DType::F32, yd)
+        });
+        n += 1;
+    }
     // The backward pass (gradient chunks of every width: 8, 16 and 32 bytes), with tile
     // tickets per block, and per warp for 16-bit inputs (the host's choices).
     for (xd, yd, wsub) in [
