@@ -10,6 +10,7 @@
 // The host prepends:
 //   BLOCK    threads per block
 //   UNROLL   16-byte chunks each thread has in flight per iteration
+//   GW       warps per tile taker (BLOCK / 32: the block)
 
 typedef unsigned short u16;
 typedef unsigned int u32;
@@ -25,27 +26,32 @@ __device__ __forceinline__ u32 look2(const u16* s, u32 w) {
 // vector accesses (x + vbeg and y + vbeg are 16-byte aligned, checked by the host); the
 // rest element by element.
 //
-// Tiles of BLOCK * UNROLL chunks are handed out in order from a per-stream ticket counter
-// (`ctr`, zero between launches), as in pwpa.cu: the tiles in flight form one compact
-// wavefront through memory, while each block stages the 128 KiB table only once. Every
-// block takes exactly one ticket past the last tile; the block that takes the last of the
-// launch's ntiles + gridDim.x tickets sets the counter back to zero. The next ticket is
-// taken while the current tile is in flight.
-#define TILE ((u64)BLOCK * UNROLL)
+// Tiles are handed out in order from a per-stream ticket counter (`ctr`, zero between
+// launches), as in pwpa.cu: the tiles in flight form one compact wavefront through memory,
+// while each block stages the 128 KiB table only once. A tile is 32 * GW * UNROLL chunks,
+// taken by a group of GW warps (BLOCK / (32 GW) groups per block, each passing its next
+// ticket on through shared memory and a named barrier of its own threads, so the groups
+// do not wait for each other); GW = BLOCK / 32 is one group per block. A group's first
+// tile is its own index; the counter hands out the rest (counter ticket c is tile
+// NTAKERS + c), and the group that takes the launch's last counter ticket (ntiles of them:
+// see pwpa.cu) sets it back to zero. The next ticket is taken while the current tile is
+// in flight.
+#define TK_THREADS (32 * GW)
+#define NGROUPS (BLOCK / TK_THREADS)
+#define TILE ((u64)TK_THREADS * UNROLL)
+#define NTAKERS (gridDim.x * NGROUPS)
+static_assert(BLOCK % TK_THREADS == 0 && NGROUPS <= 15, "GW: whole groups, at most 15 named barriers");
 
-__device__ __forceinline__ void ticket_done(u32* ctr, u32 t, u64 ntiles) {
-    if ((u64)t == ntiles + gridDim.x - 1) atomicExch(ctr, 0u);
+__device__ __forceinline__ void ticket_done(u32* ctr, u32 c, u64 ntiles) {
+    if ((u64)c == ntiles - 1) atomicExch(ctr, 0u);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 pwpa_lut(const u16* x, u16* y, const uint4* lut, u64 n, u64 vbeg, u64 nchunks, u32* ctr) {
-    __shared__ u32 tk[2];
+    __shared__ u32 gtk[2][NGROUPS];
     const u64 ntiles = (nchunks + TILE - 1) / TILE;
-    if (threadIdx.x == 0 && ntiles > 0) {
-        u32 t = atomicAdd(ctr, 1u);
-        ticket_done(ctr, t, ntiles);
-        tk[0] = t;
-    }
+    const u32 grp = threadIdx.x / TK_THREADS;
+    const u32 tkl = threadIdx.x % TK_THREADS;  // thread within its group
     for (u32 k = threadIdx.x; k < 8192u; k += blockDim.x) lut_s4[k] = __ldg(lut + k);
     __syncthreads();
     const u16* s = reinterpret_cast<const u16*>(lut_s4);
@@ -62,21 +68,21 @@ pwpa_lut(const u16* x, u16* y, const uint4* lut, u64 n, u64 vbeg, u64 nchunks, u
 
     const uint4* xv = reinterpret_cast<const uint4*>(x + vbeg);
     uint4* yv = reinterpret_cast<uint4*>(y + vbeg);
+    u32 t = blockIdx.x * NGROUPS + grp;  // the group's first tile
     for (u32 k = 0;; ++k) {
-        const u32 t = tk[k & 1u];
-        if ((u64)t >= ntiles) break;
+        if ((u64)t >= ntiles) break;  // uniform over the group
         u32 nt = 0;
-        if (threadIdx.x == 0) nt = atomicAdd(ctr, 1u);
-        const u64 c0 = (u64)t * TILE + threadIdx.x;
+        if (tkl == 0) nt = atomicAdd(ctr, 1u);
+        const u64 c0 = (u64)t * TILE + tkl;
         uint4 v[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            u64 c = c0 + (u64)u * BLOCK;
+            u64 c = c0 + (u64)u * TK_THREADS;
             if (c < nchunks) v[u] = __ldcs(xv + c);
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            u64 c = c0 + (u64)u * BLOCK;
+            u64 c = c0 + (u64)u * TK_THREADS;
             if (c < nchunks) {
                 uint4 o;
                 o.x = look2(s, v[u].x);
@@ -86,10 +92,11 @@ pwpa_lut(const u16* x, u16* y, const uint4* lut, u64 n, u64 vbeg, u64 nchunks, u
                 __stcs(yv + c, o);
             }
         }
-        if (threadIdx.x == 0) {
+        if (tkl == 0) {
             ticket_done(ctr, nt, ntiles);
-            tk[(k + 1u) & 1u] = nt;
+            gtk[k & 1u][grp] = NTAKERS + nt;
         }
-        __syncthreads();
+        asm volatile("bar.sync %0, %1;" ::"r"(1u + grp), "r"((u32)TK_THREADS) : "memory");
+        t = gtk[k & 1u][grp];
     }
 }

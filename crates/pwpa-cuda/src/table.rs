@@ -742,6 +742,21 @@ pub(crate) fn lut_unroll(unroll: u32, peak_bw: f64) -> u32 {
     unroll.clamp(1, cap)
 }
 
+/// Warps per tile taker of the result-table kernel (lut.cu's GW): 16 (two groups per
+/// 1024-thread block, each passing its tickets on through a named barrier) on devices of at
+/// most 4 TB/s, the block (32) above, where it was not measured; PWPA_CUDA_LUT_GW (4, 8, 16
+/// or 32; tuning, read once per process) overrides. Measured on an H100 (2026-11-27, session
+/// 20, bench/gpu_lab/ab_old_new.sh, torch_bench 2^28, 10 functions × bf16/f16, two rounds):
+/// 0.360–0.362 ms per block (the old kernel: one ticket per block and tile) → 0.357–0.359
+/// with 16 warps, 0.361–0.363 with GW 32 (copy 0.358–0.360, eager 0.356–0.357).
+pub(crate) fn lut_group(peak_bw: f64) -> u32 {
+    static GW: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let whole = LUT_BLOCK / 32;
+    env_value(&GW, "PWPA_CUDA_LUT_GW", |g| [4, 8, 16, 32].contains(g))
+        .unwrap_or(if fast_memory(peak_bw) { whole } else { 16 })
+        .min(whole)
+}
+
 /// PWPA_CUDA_WSUB (tuning; read once per process): 0 forces tile tickets per block, 1 to
 /// 64 per warp with that many steps; unset, [`CudaTable::spec`] chooses.
 fn wsub_override() -> Option<u32> {
@@ -824,11 +839,11 @@ enum Pass<'a> {
 }
 
 /// What a cached kernel is specialised on: a polynomial-kernel spec, or the result-table
-/// kernel's coarsening.
+/// kernel's coarsening and warps per tile taker.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum KernelKey {
     Poly(KernelSpec),
-    Lut(u32),
+    Lut(u32, u32),
 }
 
 /// A loaded kernel and the module that owns it.
@@ -1151,9 +1166,10 @@ impl CudaTable {
         Ok(p)
     }
 
-    /// The result-table kernel's source.
-    pub fn lut_source(unroll: u32) -> String {
-        format!("#define BLOCK {LUT_BLOCK}\n#define UNROLL {unroll}\n{LUT_CU}")
+    /// The result-table kernel's source: `unroll` chunks in flight per thread, tiles taken
+    /// by groups of `gw` warps (`LUT_BLOCK / 32`: the block; see [`lut_group`]).
+    pub fn lut_source(unroll: u32, gw: u32) -> String {
+        format!("#define BLOCK {LUT_BLOCK}\n#define UNROLL {unroll}\n#define GW {gw}\n{LUT_CU}")
     }
 
     /// Shared memory for the records with `repl` copies of the float4 planes and `replt`
@@ -1857,7 +1873,7 @@ impl CudaTable {
         }
         let (name, src) = match &key {
             KernelKey::Poly(spec) => ("pwpa_eval", spec.source()),
-            KernelKey::Lut(unroll) => ("pwpa_lut", Self::lut_source(*unroll)),
+            KernelKey::Lut(unroll, gw) => ("pwpa_lut", Self::lut_source(*unroll, *gw)),
         };
         let (m, _) = self
             .backend
@@ -1913,7 +1929,8 @@ impl CudaTable {
     ) -> Result<()> {
         let lut = self.lut_ptr(x_dtype, y_dtype)?;
         let unroll = lut_unroll(self.opts.unroll, self.backend.peak_bandwidth());
-        let f = self.loaded_kernel(KernelKey::Lut(unroll))?;
+        let gw = lut_group(self.backend.peak_bandwidth());
+        let f = self.loaded_kernel(KernelKey::Lut(unroll, gw))?;
         let head = (((16 - (x % 16)) % 16) / 2).min(n as u64);
         let (vbeg, nchunks) = if (y + 2 * head) % 16 == 0 {
             (head, (n as u64 - head) / 8)
@@ -1925,8 +1942,8 @@ impl CudaTable {
             f,
             LUT_BLOCK,
             LUT_BYTES,
-            unroll as u64 * LUT_BLOCK as u64,
-            1,
+            unroll as u64 * 32 * gw as u64,
+            LUT_BLOCK / (32 * gw),
             nchunks,
             nscalar,
             stream,

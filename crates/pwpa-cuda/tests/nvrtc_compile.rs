@@ -309,18 +309,18 @@ fn every_specialisation_compiles_for_sm90() {
     )
     .unwrap_or_else(|e| panic!("seed: {e}"));
     assert!(!c.image.is_empty());
-    for unroll in [1u32, 2, 4] {
+    for (unroll, gw) in [(1u32, 32u32), (2, 16), (4, 32), (4, 8), (2, 4)] {
         let c = compile::compile(
             "pwpa_lut",
-            &pwpa_cuda::CudaTable::lut_source(unroll),
+            &pwpa_cuda::CudaTable::lut_source(unroll, gw),
             &opts(&[]),
             true,
         )
-        .unwrap_or_else(|e| panic!("lut (unroll {unroll}): {e}"));
+        .unwrap_or_else(|e| panic!("lut (unroll {unroll}, gw {gw}): {e}"));
         assert!(!c.image.is_empty());
         let s = spills(&c.log);
         assert!(s.is_empty(), "lut kernel spills: {s:?}");
-        eprintln!("lut unroll {unroll}: {}", c.log.trim());
+        eprintln!("lut unroll {unroll} gw {gw}: {}", c.log.trim());
     }
     eprintln!("compiled {n} pwpa specialisations + lut + mathref + seed");
     for r in &report {
