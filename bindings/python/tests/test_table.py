@@ -170,3 +170,16 @@ def test_repr_and_equality(random_table, sigmoid_table):
     assert "P=10" in repr(random_table) and "D=3" in repr(random_table)
     assert random_table != sigmoid_table
     assert random_table == pwpa.Table.from_json(random_table.to_json())
+
+
+def test_equality_tells_signed_zeros_apart():
+    """+0.0 and -0.0 coefficients or tails give different results, so the tables differ;
+    equal tables hash equally."""
+    a, b = pwpa.Table([-1, 1], [[0.0]]), pwpa.Table([-1, 1], [[-0.0]])
+    assert np.signbit(b(0.5)) and not np.signbit(a(0.5))
+    assert a != b and len({a, b}) == 2
+    c = pwpa.Table([-1, 1], [[1.0]], left_tail=0.0)
+    d = pwpa.Table([-1, 1], [[1.0]], left_tail=-0.0)
+    assert c != d
+    e = pwpa.Table([-1, 1], [[1.0]], left_tail=0.0)
+    assert c == e and hash(c) == hash(e) and len({c, e}) == 1

@@ -461,3 +461,111 @@ def test_profiles_name_the_op(sigmoid_table):
     names = {e.key for e in prof.key_averages()}
     assert "pwpa::eval" in names and "pwpa::eval_backward" in names, sorted(names)
     assert torch.equal(y, sigmoid_table(x.detach()))
+
+
+def test_out_write_bumps_the_version_counter(sigmoid_table):
+    """table(x, out=y) writes y's memory directly; like PyTorch's out= functions it bumps
+    y's version, so autograd refuses a backward that saved y's old values."""
+    w = torch.tensor([2.0, 3.0], requires_grad=True)
+    o = torch.tensor([1.0, 1.0])
+    z = (w * o).sum()  # saves o
+    v0 = o._version
+    with torch.no_grad():
+        sigmoid_table(torch.tensor([5.0, 5.0]), out=o)
+    assert o._version > v0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+    # in place over an input that the activation saved
+    x = torch.tensor([1.0, -1.0], requires_grad=True) * 1
+    y = pt.PwPA(sigmoid_table)(x)
+    with torch.no_grad():
+        sigmoid_table(x, out=x)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_negative_bit_views_are_read_and_written_as_their_values(sigmoid_table):
+    """A dense tensor with the negative bit (z.conj().imag, _neg_view) stores -x in memory."""
+    z = torch.tensor([[1 + 2j]], dtype=torch.complex64)
+    im = z.conj().imag  # value -2, memory +2
+    assert im.is_neg()
+    want = torch.from_numpy(np.asarray(sigmoid_table(np.array([[-2.0]], dtype=np.float32))))
+    assert torch.equal(sigmoid_table(im), want)
+    assert torch.equal(pt.PwPA(sigmoid_table)(im), want)
+    n = torch.tensor([-2.0, 1.0])._neg_view()  # values [2, -1]
+    assert torch.equal(sigmoid_table(n), sigmoid_table(torch.tensor([2.0, -1.0])))
+    # an output with the negative bit receives the values, not their negation
+    o = torch.zeros(1, 1, dtype=torch.complex64).conj().imag
+    sigmoid_table(torch.tensor([[1.0]]), out=o)
+    assert torch.equal(o.resolve_neg(), sigmoid_table(torch.tensor([[1.0]])))
+    # the backward pass too: gradient through a negated view equals the plain one
+    xn = torch.tensor([1.5, -0.5])._neg_view().requires_grad_(True)
+    xp = torch.tensor([-1.5, 0.5], requires_grad=True)
+    pt.pwpa_eval(xn, sigmoid_table).sum().backward()
+    pt.pwpa_eval(xp, sigmoid_table).sum().backward()
+    assert torch.equal(xn.grad.resolve_neg(), xp.grad)
+
+
+def test_the_graph_keeps_its_tables_alive():
+    """A temporary Table (or a seed op's cached one, evicted from its 32-entry cache) may
+    die before the backward pass: the autograd graph holds what it needs."""
+    x = torch.linspace(-3, 3, 7, requires_grad=True)
+
+    def act(v):
+        t = pwpa.Table([-8, 0, 8], [[0.0, 0.0], [1.0, 0.0]], right_tail="extend", left_tail=0.0)
+        return t(v)
+
+    y = act(x)
+    gc.collect()
+    y.sum().backward()
+    assert torch.equal(x.grad, (x.detach() >= 0).float())  # x = 0 is in the piece [0, 8)
+    # a gradient penalty through more seed layers than the seed ops' table cache holds
+    torch.manual_seed(0)
+    pts = torch.linspace(-4, 4, 9)
+    layers = [torch.randn(8, 3) * 0.1 + torch.tensor([0.0, 1.0, 0.0]) for _ in range(40)]
+    xs = torch.randn(16, requires_grad=True)
+    h = xs
+    for c in layers:
+        h = pwpa.ops.pwpa(h, c, pts)
+    (g,) = torch.autograd.grad(h.sum(), xs, create_graph=True)
+    gc.collect()
+    (g**2).sum().backward()
+    assert xs.grad is not None and torch.isfinite(xs.grad).all()
+
+
+@pytest.mark.parametrize("how", ["module", "string"])
+def test_replace_activations_in_transformer_layers(how):
+    """nn.TransformerEncoderLayer: the activation is replaced whether it was given as a
+    module or as a string (stored as F.gelu), and its fused inference path (eval mode, no
+    gradients), which runs its own GELU, no longer bypasses the table."""
+    crude = pwpa.fit("gelu", partitions=2, degree=1)
+    torch.manual_seed(0)
+    act = nn.GELU() if how == "module" else "gelu"
+    layer = nn.TransformerEncoderLayer(16, 2, 32, activation=act, batch_first=True).eval()
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        exact = layer(x)
+    pt.replace_activations(layer, {nn.GELU: crude})
+    assert isinstance(layer.activation, pt.PwPA)
+    with torch.no_grad():
+        fast = layer(x)
+    slow = layer(x).detach()  # gradients enabled: the plain path
+    # (attention may still take its own fused path without gradients: rounding only)
+    assert (fast - slow).abs().max() < 1e-5
+    assert (fast - exact).abs().max() > 1e-2  # the crude table (error ~0.08) is used
+    dec = nn.TransformerDecoderLayer(8, 2, 16, activation="relu")
+    relu = pwpa.Table([-1, 0, 1], [[0.0, 0.0], [1.0, 0.0]], right_tail="extend", left_tail=0.0)
+    pt.replace_activations(dec, {nn.ReLU: relu})
+    assert isinstance(dec.activation, pt.PwPA)
+
+
+def test_torch_argument_errors_are_pwpa_errors(sigmoid_table):
+    for call in (
+        lambda: pt.PwPA(3),
+        lambda: pt.replace_activations(nn.Sequential(nn.GELU()), {}),
+        lambda: pt.replace_activations(nn.Sequential(nn.GELU()), {"GELU": sigmoid_table}),
+        lambda: pt.replace_activations(nn.Sequential(nn.GELU()), {nn.GELU: 3}),
+    ):
+        with pytest.raises(pwpa.ArgumentTypeError) as e:
+            call()
+        assert isinstance(e.value, pwpa.PwpaError) and isinstance(e.value, TypeError)

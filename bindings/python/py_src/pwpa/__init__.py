@@ -22,6 +22,7 @@ from . import _native
 from ._eval import eval_array
 from .errors import (
     ArgumentError,
+    ArgumentTypeError,
     CudaError,
     CudaUnavailableError,
     DeviceError,
@@ -64,6 +65,7 @@ __all__ = [
     "DTypeError",
     "ShapeError",
     "ArgumentError",
+    "ArgumentTypeError",
     "PwpaIOError",
     "DeviceError",
     "CudaUnavailableError",
@@ -531,7 +533,10 @@ class Table:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Table):
             return NotImplemented
-        return self._native == other._native
+        # Bit for bit: the values compare as numbers (+0.0 == -0.0), the handles (a hash of
+        # the content's JSON, where -0.0 is "-0.0") tell signed zeros apart, which give
+        # different results; equal tables then have equal hashes.
+        return self._native == other._native and self.handle == other.handle
 
     def __hash__(self) -> int:
         # Equal tables have equal content, hence equal handles (a hash of the content).

@@ -113,13 +113,17 @@ def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:
     if x.shape != y.shape:
         raise ShapeError(f"output shape {tuple(y.shape)} differs from input shape {tuple(x.shape)}")
     check_device(device)
-    if _same_layout(x, y):
+    # A tensor with the negative bit (a lazily negated view, e.g. z.conj().imag) stores -x:
+    # read it resolved, and write such an output through a copy (copy_ negates).
+    x = _resolved(x)
+    if _same_layout(x, y) and not y.is_neg():
         # Dense, same strides (contiguous, channels_last, ...): element k of the memory
         # of x goes to element k of the memory of y, no copy.
         xc, target = x, y
     else:
         xc = x.contiguous()
-        target = y if y.is_contiguous() else torch.empty(y.shape, dtype=y.dtype, device=y.device)
+        direct = y.is_contiguous() and not y.is_neg()
+        target = y if direct else torch.empty(y.shape, dtype=y.dtype, device=y.device)
     n = xc.numel()
     native = table._native
     if n > 0:
@@ -130,7 +134,27 @@ def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:
             native._eval_cuda(index, xc.data_ptr(), target.data_ptr(), n, xd, yd, stream)
     if target is not y:
         y.copy_(target)
+    else:
+        _written(y)
     return y
+
+
+def _resolved(t: Any) -> Any:
+    """t, or a materialised copy when it has the negative bit (its memory holds -t)."""
+    return t.resolve_neg() if t.is_neg() else t
+
+
+def _written(t: Any) -> None:
+    """Bumps t's version counter after pwpa wrote its memory directly, as PyTorch's
+    in-place and out= operations do: autograd then refuses a backward that saved t
+    before the write, instead of silently using the new values."""
+    torch = _torch()
+    graph = getattr(torch.autograd, "graph", None)
+    bump = getattr(graph, "increment_version", None)
+    if bump is not None:
+        bump(t)
+    else:  # older torch
+        torch._C._autograd._increment_version(t)
 
 
 def grad_mul_into(deriv: Any, x: Any, grad: Any, out: Any) -> Any:
@@ -153,7 +177,8 @@ def grad_mul_into(deriv: Any, x: Any, grad: Any, out: Any) -> Any:
             f"input {tuple(x.shape)}, gradient {tuple(grad.shape)} and output {tuple(out.shape)} shapes differ"
         )
     check_device(x.device)
-    if _same_layout(x, out):
+    x, grad = _resolved(x), _resolved(grad)
+    if _same_layout(x, out) and not out.is_neg():
         # x and out dense with one layout: the gradient is brought to it if it has
         # another (e.g. the expanded ones of a sum's backward), then one pass in place.
         xc, target = x, out
@@ -161,7 +186,8 @@ def grad_mul_into(deriv: Any, x: Any, grad: Any, out: Any) -> Any:
     else:
         xc = x.contiguous()
         gc = grad.contiguous()
-        target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        direct = out.is_contiguous() and not out.is_neg()
+        target = out if direct else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     n = xc.numel()
     native = deriv._native
     if n > 0:
@@ -172,6 +198,8 @@ def grad_mul_into(deriv: Any, x: Any, grad: Any, out: Any) -> Any:
             native._grad_cuda(index, xc.data_ptr(), gc.data_ptr(), target.data_ptr(), n, xd, gd, stream)
     if target is not out:
         out.copy_(target)
+    else:
+        _written(out)
     return out
 
 

@@ -35,6 +35,10 @@ class ArgumentError(PwpaError, ValueError):
     """Any other invalid argument."""
 
 
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of the wrong type (also a ``TypeError``)."""
+
+
 class PwpaIOError(PwpaError, OSError):
     """A table file that cannot be read or written."""
 
@@ -65,6 +69,7 @@ __all__ = [
     "DTypeError",
     "ShapeError",
     "ArgumentError",
+    "ArgumentTypeError",
     "PwpaIOError",
     "DeviceError",
     "CudaUnavailableError",

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from . import Table, _lookup
-from .errors import ArgumentError
+from .errors import ArgumentError, ArgumentTypeError
 from ._eval import (
     _dense,
     _same_layout,
@@ -138,6 +138,9 @@ def _setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
     x, table = inputs
     ctx.save_for_backward(x)
     ctx.table = table
+    # The graph owns the table it needs (the handle alone would not keep it alive: a
+    # temporary Table, or a seed op's cached one, could die before the backward pass).
+    ctx.table_ref = _lookup(table)
 
 
 def _backward(ctx: Any, grad: torch.Tensor):
@@ -149,6 +152,7 @@ def _bw_setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
     grad, x, table = inputs
     ctx.save_for_backward(grad, x)
     ctx.table = table
+    ctx.table_ref = _lookup(table)  # see _setup_context
 
 
 def _bw_backward(ctx: Any, gg: torch.Tensor, bw: Callable = None):
@@ -515,6 +519,8 @@ def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.
         raise ArgumentError(f"value_and_derivative takes a pwpa.Table (got {type(table).__name__})")
     torch_code(x.dtype, "input")
     check_device(x.device)
+    if x.is_neg():  # a lazily negated view: its memory holds -x
+        x = x.resolve_neg()
     d = table.derivative()
     dt = derivative_dtype or x.dtype
     y = _out_like(x)
@@ -544,7 +550,7 @@ def _as_table(table: Union[Table, str, "os.PathLike[str]", Any]) -> Table:
         return table
     if isinstance(table, (str, os.PathLike)):
         return Table.load(table)
-    raise TypeError(f"expected a pwpa.Table or a path to a table file, got {type(table).__name__}")
+    raise ArgumentTypeError(f"expected a pwpa.Table or a path to a table file, got {type(table).__name__}")
 
 
 class PwPA(nn.Module):
@@ -614,12 +620,19 @@ def replace_activations(
     A value may be a Table, a table file path, or a callable ``module -> Table | None``
     (None keeps that module, e.g. to match only ``GELU(approximate='tanh')``).
     Returns the model (or a PwPA if ``model`` itself matches).
+
+    Functional calls in a ``forward`` (``F.gelu(x)``) are not modules and stay exact.
+    PyTorch's ``nn.TransformerEncoderLayer`` / ``nn.TransformerDecoderLayer`` built with a
+    string or function activation (``activation="gelu"``: ``F.gelu``) are handled: the
+    function counts as its module (``F.gelu`` as ``nn.GELU()``, ``F.relu`` as ``nn.ReLU()``,
+    ...). A replaced encoder layer's fused inference fast path (eval mode without
+    gradients, which runs its own ReLU/GELU) is turned off, so the table is used there too.
     """
     if not isinstance(mapping, Mapping) or not mapping:
-        raise TypeError("mapping must be a non-empty dict {module type: table}")
+        raise ArgumentTypeError("mapping must be a non-empty dict {module type: table}")
     for k in mapping:
         if not (isinstance(k, type) and issubclass(k, nn.Module)):
-            raise TypeError(f"mapping keys must be nn.Module subclasses, got {k!r}")
+            raise ArgumentTypeError(f"mapping keys must be nn.Module subclasses, got {k!r}")
 
     def replacement(m: nn.Module) -> Any:
         if isinstance(m, PwPA):
@@ -636,6 +649,7 @@ def replace_activations(
     top = replacement(model)
     if top is not None:
         return top
+    fn_modules = _function_activations()
     # Every name a matching module is registered under (a module object may sit under
     # several: `act = nn.GELU(); nn.Sequential(lin, act, lin, act)`, which
     # named_children() lists once), each instance replaced by one PwPA shared the same way.
@@ -649,5 +663,50 @@ def replace_activations(
             r = done[id(child)]
             if r is not None:
                 setattr(parent, name, r)
+                if name == "activation":
+                    _no_fast_path(parent)
+        if isinstance(parent, _TRANSFORMER_LAYERS):
+            fn = parent.__dict__.get("activation")
+            make = None
+            if callable(fn) and not isinstance(fn, nn.Module):
+                try:
+                    make = fn_modules.get(fn)
+                except TypeError:  # an unhashable callable: not one of PyTorch's functions
+                    make = None
+            if make is not None:
+                r = replacement(make())
+                if r is not None:
+                    parent.activation = r  # a module now (nn.Module.__setattr__ registers it)
+                    _no_fast_path(parent)
     return model
+
+
+# PyTorch's layers that keep a function (F.gelu for activation="gelu") as `activation`.
+_TRANSFORMER_LAYERS = (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
+
+
+def _function_activations() -> Dict[Any, Callable[[], nn.Module]]:
+    """Activation functions a Transformer layer may hold, and the module each stands for."""
+    F = torch.nn.functional
+    return {
+        F.gelu: nn.GELU,
+        F.relu: nn.ReLU,
+        F.silu: nn.SiLU,
+        F.mish: nn.Mish,
+        F.elu: nn.ELU,
+        F.selu: nn.SELU,
+        F.softplus: nn.Softplus,
+        F.hardswish: nn.Hardswish,
+        F.sigmoid: nn.Sigmoid,
+        torch.sigmoid: nn.Sigmoid,
+        F.tanh: nn.Tanh,
+        torch.tanh: nn.Tanh,
+    }
+
+
+def _no_fast_path(layer: nn.Module) -> None:
+    """Turns off nn.TransformerEncoderLayer's fused inference path, which runs its own
+    ReLU/GELU when this flag (set at construction) is non-zero, not `self.activation`."""
+    if hasattr(layer, "activation_relu_or_gelu"):
+        layer.activation_relu_or_gelu = 0
 
