@@ -953,6 +953,7 @@ fn search_sampled(
         let mut p = 1usize;
         let mut lo_fail = 0usize;
         let mut found: Option<(usize, Pieces)> = None;
+        let mut fails: Vec<usize> = Vec::new();
         let (mut prev, mut stalls): (Option<f64>, usize) = (None, 0);
         let steps = (maxp as f64).log2().ceil() as usize + 1;
         let mut step = 0;
@@ -968,6 +969,7 @@ fn search_sampled(
                 found = Some((p, pcs));
                 break;
             }
+            fails.push(p);
             lo_fail = p;
             stalls = match prev {
                 Some(pe) if e > pe / 1.05 && e < 8.0 * floor => stalls + 1,
@@ -998,7 +1000,28 @@ fn search_sampled(
                     hi_ok = mid;
                     pcs_ok = pcs;
                 } else {
+                    fails.push(mid);
                     lo_fail = mid;
+                }
+            }
+            // Uniform breakpoints: the error is not monotone in P (an odd function on a
+            // symmetric range fares better with a piece centred at 0: tanh on [-4, 4], D = 5,
+            // relative error 4.4e-5 with 10 pieces, 7.2e-6 with 11, 1.8e-5 with 12, 1.6e-6
+            // with 13), so the bisection can step over a smaller P that meets the goal (it
+            // returned 13 for 1e-5). The P just below its
+            // answer (a quarter of it, at most 16) are tried too; the smallest that meets
+            // the goal is kept.
+            if ctx.placement == Placement::Uniform {
+                let window = (hi_ok / 4).clamp(1, 16);
+                for q in (hi_ok.saturating_sub(window).max(1)..hi_ok).rev() {
+                    if fails.contains(&q) {
+                        continue;
+                    }
+                    ctx.check()?;
+                    let (e, pcs) = eval(q, d)?;
+                    if e <= goal {
+                        pcs_ok = pcs;
+                    }
                 }
             }
             return Ok(pcs_ok);

@@ -32,13 +32,7 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
                     b += m;
                 }
             }
-            // Pieces holding the zero z of f, or starting within 2^-12 of it (the f16 split
-            // at ±2^-13 when z = 0), are anchored at z: p = (x − z)·q keeps relative
-            // accuracy near it (for tiny x when z = 0) and gives p(z) = 0 exactly.
-            const NEAR: f64 = 1.0 / 4096.0;
-            let zero = ctx.zero.map(f64::from).filter(|&z| {
-                (a <= z && b >= z) || (a > z && a - z <= NEAR) || (b < z && z - b <= NEAR)
-            });
+            let zero = zero_anchor(ctx, a, b);
             let spec = PieceSpec {
                 a,
                 b,
@@ -97,6 +91,16 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
     }
 }
 
+/// Pieces holding the zero z of f, or starting within 2^-12 of it (the f16 split at
+/// ±2^-13 when z = 0), are anchored at z: p = (x − z)·q keeps relative accuracy near it
+/// (for tiny x when z = 0) and gives p(z) = 0 exactly.
+fn zero_anchor(ctx: &Ctx, a: f64, b: f64) -> Option<f64> {
+    const NEAR: f64 = 1.0 / 4096.0;
+    ctx.zero
+        .map(f64::from)
+        .filter(|&z| (a <= z && b >= z) || (a > z && a - z <= NEAR) || (b < z && z - b <= NEAR))
+}
+
 /// Rounds f64 points to a strictly increasing f32 list with the exact ends.
 fn to_f32_points(pts: &[f64], lo: f32, hi: f32) -> Option<Vec<f32>> {
     let n = pts.len();
@@ -128,8 +132,19 @@ fn next_down(v: f32) -> f32 {
     -next_up(-v)
 }
 
+/// Largest piece error over the median above which [`adaptive`] also tries a start from
+/// repeated splits. The catalogue's fits end at 2–16 (gelu, mish 2–4, elu/selu 16: their
+/// tables unchanged), log on [1e-12, 1] near 10^7 (3 × 10^-1 → 40 pieces for 10^-3),
+/// hardswish's kinks above 10^3 (its bf16-exact table 12 → 6 pieces).
+const UNEQUAL: f64 = 100.0;
+
 /// Adaptive placement: equidistribution of err_i^(1/(D+1)) / h_i, iterated (at most
-/// 40 times, damped when it stops improving); keeps the best partition seen.
+/// `adapt_iters` times, damped when it stops improving) from uniform points; keeps the
+/// best partition seen. Where that ends far from equal errors (the largest above
+/// [`UNEQUAL`] × the median, as on ranges that span many decades, log on [1e-12, 1]: the
+/// equidistribution moves points by bounded factors per iteration and stalls), it starts
+/// again from a partition built by splitting the worst piece in two, repeatedly, and keeps
+/// the better.
 pub(crate) fn adaptive(
     ctx: &Ctx,
     p: usize,
@@ -137,9 +152,128 @@ pub(crate) fn adaptive(
     progress: &dyn Fn(Progress),
 ) -> Result<Pieces> {
     let (lo, hi) = (ctx.lo as f64, ctx.hi as f64);
-    let mut pts: Vec<f64> = (0..=p)
+    let values = f32_values_in(ctx.lo, ctx.hi);
+    if values < p as u64 + 1 {
+        return Err(Error::InvalidArgument(format!(
+            "cannot place {p} partitions in [{}, {}]: the range holds only {values} f32 \
+             values, so at most {} partitions with distinct breakpoints (use fewer \
+             partitions, uniform breakpoints, or a wider range)",
+            ctx.lo,
+            ctx.hi,
+            values.saturating_sub(1)
+        )));
+    }
+    if p == 1 {
+        let bps = Breakpoints::arbitrary(vec![ctx.lo, ctx.hi])?;
+        return Ok(fit_pieces(ctx, bps, d));
+    }
+    // Below this the f32 coefficients and Horner dominate: equalising further is moot.
+    let floor = match ctx.measure {
+        super::ErrorMeasure::Relative => 2f64.powi(-27),
+        super::ErrorMeasure::Absolute => {
+            let fmax = (0..=256)
+                .map(|i| (ctx.f)(lo + (hi - lo) * i as f64 / 256.0).abs())
+                .fold(0.0, f64::max);
+            2f64.powi(-27) * fmax
+        }
+    };
+    let uniform: Vec<f64> = (0..=p)
         .map(|i| lo + (hi - lo) * i as f64 / p as f64)
         .collect();
+    let first = equidistribute(ctx, p, d, uniform, floor, progress)?;
+    let unequal = |pcs: &Pieces| {
+        let mut e = pcs.errors.clone();
+        e.sort_by(f64::total_cmp);
+        let (maxe, median) = (e[e.len() - 1], e[e.len() / 2]);
+        maxe > floor && maxe > UNEQUAL * median
+    };
+    if first.as_ref().is_some_and(|b| !unequal(b)) {
+        return Ok(first.expect("checked"));
+    }
+    let split = split_points(ctx, p, d)?;
+    let second = equidistribute(ctx, p, d, split, floor, progress)?;
+    let best = match (first, second) {
+        (Some(a), Some(b)) => Some(if b.max_error() < a.max_error() { b } else { a }),
+        (a, b) => a.or(b),
+    };
+    best.ok_or_else(|| {
+        Error::Fit(format!(
+            "could not place {p} breakpoints as distinct f32 values in [{}, {}]",
+            ctx.lo, ctx.hi
+        ))
+    })
+}
+
+/// p + 1 points from splitting the piece of the largest fitted error at its midpoint, from
+/// the whole range on, until there are p pieces (or no piece can be split into two f32
+/// intervals). Scale-free: a piece that must shrink by many orders of magnitude is halved
+/// as often as it takes.
+fn split_points(ctx: &Ctx, p: usize, d: usize) -> Result<Vec<f64>> {
+    let err = |a: f64, b: f64| -> f64 {
+        let zero = zero_anchor(ctx, a, b);
+        let spec = PieceSpec {
+            a,
+            b,
+            anchor: zero.unwrap_or((0.5 * (a + b)) as f32 as f64),
+            zero_anchored: zero.is_some(),
+            pin_left: None,
+            pin_right: None,
+        };
+        let e = fit_piece(ctx.f, &spec, d, ctx.method, ctx.measure).error;
+        if e.is_nan() {
+            f64::INFINITY
+        } else {
+            e
+        }
+    };
+    let (lo, hi) = (ctx.lo as f64, ctx.hi as f64);
+    // (a, b, error); error -1: cannot be split.
+    let mut pieces = vec![(lo, hi, err(lo, hi))];
+    while pieces.len() < p {
+        ctx.check()?;
+        let (i, &(a, b, e)) = pieces
+            .iter()
+            .enumerate()
+            .max_by(|x, y| x.1 .2.total_cmp(&y.1 .2))
+            .expect("at least one piece");
+        if e < 0.0 {
+            break;
+        }
+        let m = (0.5 * (a + b)) as f32 as f64;
+        if !(m > a && m < b) {
+            pieces[i].2 = -1.0;
+            continue;
+        }
+        pieces[i] = (a, m, err(a, m));
+        pieces.insert(i + 1, (m, b, err(m, b)));
+    }
+    let mut pts: Vec<f64> = pieces.iter().map(|&(a, _, _)| a).collect();
+    pts.push(hi);
+    // Fewer pieces than asked (a range with too few f32 values to split further): the
+    // rest of the points evenly inside the widest pieces is left to to_f32_points.
+    while pts.len() < p + 1 {
+        let (i, _) = pts
+            .windows(2)
+            .enumerate()
+            .max_by(|x, y| (x.1[1] - x.1[0]).total_cmp(&(y.1[1] - y.1[0])))
+            .expect("two points");
+        let m = 0.5 * (pts[i] + pts[i + 1]);
+        pts.insert(i + 1, m);
+    }
+    Ok(pts)
+}
+
+/// The equidistribution iterations from `pts` (p + 1 points): the best partition seen,
+/// None when the points cannot be made distinct f32 values.
+fn equidistribute(
+    ctx: &Ctx,
+    p: usize,
+    d: usize,
+    mut pts: Vec<f64>,
+    floor: f64,
+    progress: &dyn Fn(Progress),
+) -> Result<Option<Pieces>> {
+    let (lo, hi) = (ctx.lo as f64, ctx.hi as f64);
     // Under relative error an exact zero z of f is a breakpoint: both neighbours are
     // anchored at z and f/(x − z) is smooth on each side even where f has a kink there.
     let snap = |pts: &mut Vec<f64>| {
@@ -162,36 +296,11 @@ pub(crate) fn adaptive(
     };
     snap(&mut pts);
     let mut best: Option<Pieces> = None;
-    let values = f32_values_in(ctx.lo, ctx.hi);
-    if values < p as u64 + 1 {
-        return Err(Error::InvalidArgument(format!(
-            "cannot place {p} partitions in [{}, {}]: the range holds only {values} f32 \
-             values, so at most {} partitions with distinct breakpoints (use fewer \
-             partitions, uniform breakpoints, or a wider range)",
-            ctx.lo,
-            ctx.hi,
-            values.saturating_sub(1)
-        )));
-    }
-    if p == 1 {
-        let bps = Breakpoints::arbitrary(vec![ctx.lo, ctx.hi])?;
-        return Ok(fit_pieces(ctx, bps, d));
-    }
     let mut lambda: f64 = 1.0;
     let mut stall = 0;
     let iters = ctx.adapt_iters;
     let k = (d + 1) as f64;
     let mut history: Vec<f64> = Vec::new();
-    // Below this the f32 coefficients and Horner dominate: equalising further is moot.
-    let floor = match ctx.measure {
-        super::ErrorMeasure::Relative => 2f64.powi(-27),
-        super::ErrorMeasure::Absolute => {
-            let fmax = (0..=256)
-                .map(|i| (ctx.f)(lo + (hi - lo) * i as f64 / 256.0).abs())
-                .fold(0.0, f64::max);
-            2f64.powi(-27) * fmax
-        }
-    };
     for it in 0..iters {
         progress(Progress {
             fraction: it as f64 / iters as f64,
@@ -273,12 +382,7 @@ pub(crate) fn adaptive(
         pts[p] = hi;
         snap(&mut pts);
     }
-    best.ok_or_else(|| {
-        Error::Fit(format!(
-            "could not place {p} breakpoints as distinct f32 values in [{}, {}]",
-            ctx.lo, ctx.hi
-        ))
-    })
+    Ok(best)
 }
 
 /// The number of distinct f32 values in [lo, hi] (finite, lo ≤ hi; ±0 count once).

@@ -192,6 +192,9 @@ struct Problem<'a> {
     f: Func<'a>,
     m: f64,
     h: f64,
+    /// The piece's ends: x(s) stays within them.
+    a: f64,
+    b: f64,
     zero: bool,
     /// The zero z of f (when `zero`).
     z: f64,
@@ -205,8 +208,10 @@ struct Problem<'a> {
 }
 
 impl Problem<'_> {
+    /// The point of s ∈ [-1, 1], within [a, b]: m ± h can round past an end (for a piece
+    /// like [1e-30, 0.07], m − h is 0, where log or 1/x are not finite).
     fn x(&self, s: f64) -> f64 {
-        self.m + self.h * s
+        (self.m + self.h * s).clamp(self.a, self.b)
     }
     /// (g(s), W(s)).
     fn gw(&self, s: f64) -> (f64, f64) {
@@ -344,6 +349,8 @@ pub(crate) fn fit_piece(
         f,
         m,
         h,
+        a,
+        b,
         zero,
         z,
         order: order as i32,
