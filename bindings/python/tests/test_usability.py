@@ -219,7 +219,7 @@ def test_export_c_header_and_memh(tmp_path):
     assert words[8] == np.float32(t.breakpoints[0]).view(np.uint32)
     for kwargs, msg in [
         (dict(path=tmp_path / "t.txt"), "cannot tell the export format"),
-        (dict(path=tmp_path / "t.h", name="1x"), "not a C identifier"),
+        (dict(path=tmp_path / "t.h", name="1x"), "not a usable C identifier"),
         (dict(path=tmp_path / "t.mem", name="x"), "C headers only"),
         (dict(path=tmp_path / "t.h", format="verilog"), "unknown export format"),
     ]:

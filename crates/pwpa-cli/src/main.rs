@@ -163,8 +163,9 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("error: internal error (a bug in pwpa, please report it): {info}");
     }));
-    // Ctrl-C (or SIGTERM) while an output file is being written: remove its temporary
-    // file, so an interrupted command leaves nothing behind, then exit as interrupted.
+    // Ctrl-C, SIGTERM (`timeout`, job schedulers) or SIGHUP (a closed terminal) while an
+    // output file is being written: remove its temporary file, so an interrupted command
+    // leaves nothing behind, then exit as interrupted.
     let _ = ctrlc::set_handler(|| {
         pwpa::format::remove_pending_temp_files();
         eprintln!("error: interrupted");

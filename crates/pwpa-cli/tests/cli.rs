@@ -413,6 +413,38 @@ fn fit_writes_a_table_and_reports() {
     assert!(stdout(&o).contains("partitions:  16"));
 }
 
+#[test]
+fn info_json_names_infinite_locations_of_nan_results() {
+    // A degree-2 table with a zero leading coefficient and extend tails gives NaN at ±Inf
+    // (0 · Inf in Horner, FORMAT.md): the JSON report lists where, as "-inf"/"inf" like its
+    // other fields (it wrote null).
+    let d = Dir::new();
+    let mut t = Table::new(
+        pwpa::Breakpoints::uniform(-1.0, 1.0, 1).unwrap(),
+        2,
+        vec![0.0],
+        vec![0.0, 1.0, 0.0],
+        Tail::Extend,
+        Tail::Extend,
+    )
+    .unwrap();
+    // the function it stands for (the report compares against it)
+    t.meta.insert("function".into(), "x".into());
+    let tp = d.table("t.json", &t, Layout::Aos);
+    let o = pwpa(&["info", p(&tp), "--json"]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    for (side, at) in [("left_tail", "-inf"), ("right_tail", "inf")] {
+        let st = &v["report"][side]["stats"];
+        assert_eq!(st["nan_results"], 1, "{side}: {st}");
+        assert_eq!(
+            st["nan_results_at"],
+            serde_json::json!([at]),
+            "{side}: {st}"
+        );
+    }
+}
+
 // ------------------------------------------------------------------ bad tables
 
 /// A good table file's JSON as a mutable value.
@@ -1522,7 +1554,7 @@ fn export_c_header_and_memh() {
     let out = d.path("out.h");
     fails(
         &pwpa(&["export", p(&tj), "-o", p(&out), "--name", "1bad-name"]),
-        &["not a C identifier"],
+        &["not a usable C identifier"],
         &[&out],
     );
     let out = d.path("no/such/dir/out.h");
@@ -2004,6 +2036,14 @@ fn eval_reads_standard_input_and_checks_its_length() {
 #[cfg(unix)]
 #[test]
 fn an_interrupted_eval_leaves_no_file_behind() {
+    // Ctrl-C, and what `timeout`/job schedulers (TERM) and a closed terminal (HUP) send.
+    for sig in ["INT", "TERM", "HUP"] {
+        interrupted_eval_leaves_no_file(sig);
+    }
+}
+
+#[cfg(unix)]
+fn interrupted_eval_leaves_no_file(sig: &str) {
     use std::io::Write;
     let d = Dir::new();
     let tp = d.table("t.json", &sample_table(), Layout::Aos);
@@ -2035,13 +2075,13 @@ fn an_interrupted_eval_leaves_no_file_behind() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let k = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{sig}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(k.success());
     let o = child.wait_with_output().unwrap();
     drop(stdin);
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(130), "SIG{sig}: {}", stderr(&o));
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
     assert!(!y.exists());
     no_temp_files(d.tmp.path());

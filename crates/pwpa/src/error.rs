@@ -86,7 +86,7 @@ pub enum Error {
         reason: String,
     },
     /// An export's symbol prefix that is not a C identifier.
-    #[error("export name {name:?} is not a C identifier (letters, digits and _, not starting with a digit)")]
+    #[error("export name {name:?} is not a usable C identifier: letters, digits and _, not starting with a digit, and not a name C reserves (no \"__\" anywhere, no \"_\" followed by a capital letter at the start)")]
     InvalidExportName {
         /// The name given.
         name: String,

@@ -50,13 +50,14 @@ pub fn check_name(name: &str) -> Result<()> {
 }
 
 /// The helpers every header shares (defined once under `PWPA_COMMON_DEFINED`).
-const SHARED_SYMBOLS: [&str; 6] = [
+const SHARED_SYMBOLS: [&str; 7] = [
     "pwpa_bits",
     "pwpa_exp2_poly",
     "pwpa_exp2f",
     "pwpa_f32",
     "pwpa_fp_env_ok",
     "pwpa_horner",
+    "pwpa_isnan",
 ];
 
 /// The lowercase symbols a header defines for `name` besides the shared helpers.
@@ -316,6 +317,10 @@ static inline uint32_t pwpa_bits(float v) {
     memcpy(&bits, &v, sizeof bits);
     return bits;
 }
+/* NaN test on the bits (x != x warns under -Wfloat-equal). */
+static inline int pwpa_isnan(float v) {
+    return (pwpa_bits(v) & 0x7fffffffu) > 0x7f800000u;
+}
 /* Horner with fmaf, highest power first: c[0..=d]. */
 static inline float pwpa_horner(const uint32_t *c, int d, float t) {
     float r = pwpa_f32(c[0]);
@@ -331,7 +336,7 @@ static const uint32_t pwpa_exp2_poly[8] = ",
     h.push_str(
         ";
 static inline float pwpa_exp2f(float p) {
-    if (p != p) return pwpa_f32(0x7fc00000u);
+    if (pwpa_isnan(p)) return pwpa_f32(0x7fc00000u);
     if (p >= 128.0f) return pwpa_f32(0x7f800000u);
     if (p < -150.0f) return 0.0f;
     float n = nearbyintf(p); /* the default rounding mode: to nearest, ties to even */
@@ -438,7 +443,7 @@ static inline int pwpa_fp_env_ok(void) {
     let _ = writeln!(
         h,
         "/* The table at x before NaN results are made canonical. */\nstatic inline float {name}_eval_raw(float x) {{\n    \
-         if (x != x) return pwpa_f32(0x7fc00000u);\n    \
+         if (pwpa_isnan(x)) return pwpa_f32(0x7fc00000u);\n    \
          if (x < pwpa_f32({name}_LO)) {}\n    \
          if (x > pwpa_f32({name}_HI)) {}\n\
          {index}\n    \
@@ -457,7 +462,7 @@ static inline int pwpa_fp_env_ok(void) {
         "/* The table at x: pwpa's f32 result, bit for bit (a NaN as the canonical 0x7fc00000). */\n\
          static inline float {name}_eval(float x) {{\n    \
          float r = {name}_eval_raw(x);\n    \
-         return r != r ? pwpa_f32(0x7fc00000u) : r;\n}}\n"
+         return pwpa_isnan(r) ? pwpa_f32(0x7fc00000u) : r;\n}}\n"
     );
     let _ = writeln!(
         h,

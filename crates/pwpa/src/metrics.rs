@@ -74,6 +74,22 @@ fn ser_f64<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
     }
 }
 
+/// A list of [`ser_f64`] values (±Inf as "inf"/"-inf", not JSON's null).
+fn ser_f64s<S: serde::Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    struct One(f64);
+    impl Serialize for One {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            ser_f64(&self.0, s)
+        }
+    }
+    let mut seq = s.serialize_seq(Some(v.len()))?;
+    for &x in v {
+        seq.serialize_element(&One(x))?;
+    }
+    seq.end()
+}
+
 /// Error measures over one sweep.
 #[derive(Clone, Debug, Serialize)]
 pub struct SweepStats {
@@ -102,6 +118,7 @@ pub struct SweepStats {
     /// Inputs where the table gives NaN but the reference is not NaN.
     pub nan_results: usize,
     /// The first (smallest) such inputs, at most [`MAX_LISTED`].
+    #[serde(serialize_with = "ser_f64s")]
     pub nan_results_at: Vec<f64>,
 }
 
