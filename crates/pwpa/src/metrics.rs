@@ -281,6 +281,11 @@ pub struct ExhaustiveStats {
     pub undefined: usize,
     /// Inputs with a NaN result where the reference is not NaN.
     pub nan_results: usize,
+    /// Inputs whose f64 reference lies exactly halfway between two neighbouring values of
+    /// the type: f64 cannot tell which way the true f(x) rounds there (e.g. GELU and SiLU
+    /// at the tiniest inputs, where f64 gives exactly x/2). They count as correct when
+    /// the result is the f64 value's round-half-even, as the other inputs do.
+    pub f64_ties: usize,
 }
 
 impl ExhaustiveStats {
@@ -297,6 +302,7 @@ impl ExhaustiveStats {
             worst_reference: f64::NAN,
             undefined: 0,
             nan_results: 0,
+            f64_ties: 0,
         }
     }
 
@@ -373,9 +379,41 @@ fn exhaustive_stats<U: Element16>(
         let g = got.to_f32();
         let correct = !r.is_nan() && g == U::from_f64(r).to_f32();
         s.push(xv, g as f64, r, ulp_error(*got, r), correct);
+        if is_tie::<U>(r) {
+            s.f64_ties += 1;
+        }
     }
     s.finish();
     s
+}
+
+/// Whether the finite r lies exactly halfway between two neighbouring finite values of U.
+fn is_tie<U: Element16>(r: f64) -> bool {
+    if !r.is_finite() {
+        return false;
+    }
+    let u = U::from_f64(r);
+    let uv = u.to_f32() as f64;
+    if r == uv || !uv.is_finite() {
+        return false;
+    }
+    let b = u.to_bits_u32() as u16;
+    let (neg, mag) = (b & 0x8000 != 0, b & 0x7FFF);
+    let up = r > uv;
+    // U's neighbour of u on r's side.
+    let nb = if mag == 0 {
+        if up {
+            0x0001
+        } else {
+            0x8001
+        }
+    } else if up != neg {
+        b + 1
+    } else {
+        b - 1
+    };
+    let v = U::from_bits16(nb).to_f32() as f64;
+    v.is_finite() && r == 0.5 * (uv + v)
 }
 
 /// Every finite input of U with its reference values, computed once: a fitter that
@@ -619,6 +657,15 @@ fn fmt_exh(f: &mut std::fmt::Formatter<'_>, what: &str, s: &ExhaustiveStats) -> 
     writeln!(f)?;
     if s.nan_results > 0 {
         writeln!(f, "      NaN results where f is defined: {}", s.nan_results)?;
+    }
+    if s.f64_ties > 0 {
+        writeln!(
+            f,
+            "      {} of the inputs have an f64 value of f exactly halfway between two {} values: \
+             f64 cannot tell which way f rounds there (counted by f64's round-half-even)",
+            s.f64_ties,
+            s.dtype.name()
+        )?;
     }
     Ok(())
 }

@@ -369,3 +369,30 @@ fn cached_exhaustive_reference_agrees_with_exhaustive() {
         );
     }
 }
+
+#[test]
+fn exhaustive_report_counts_f64_ties() {
+    // f(x) = x/2 in bf16: x/2 is a bf16 value except for the subnormals with an odd
+    // mantissa (k·2^-133 halves to a midpoint) and the smallest binade's normals with an
+    // odd mantissa (they halve into the subnormals with one bit too many): 64 + 64 per
+    // sign, 256 in all, where f64's exact x/2 cannot tell how f rounds.
+    let bp = Breakpoints::uniform(-4.0, 4.0, 1).unwrap();
+    let half = Tail::Linear {
+        slope: 0.5,
+        intercept: 0.0,
+    };
+    let t = Table::new(bp, 1, vec![0.0], vec![0.5, 0.0], half.clone(), half).unwrap();
+    let f = Target::parse("x/2").unwrap();
+    let s = exhaustive::<bf16>(&t, &f, None);
+    assert_eq!(s.f64_ties, 256);
+    assert!(s.all_correct(), "{s:?}"); // the table rounds them half-to-even, as f64 does
+                                       // 2x: exact in bf16 for every finite bf16 x below the overflow, so no ties
+    let dbl = Tail::Linear {
+        slope: 2.0,
+        intercept: 0.0,
+    };
+    let bp = Breakpoints::uniform(-4.0, 4.0, 1).unwrap();
+    let t = Table::new(bp, 1, vec![0.0], vec![2.0, 0.0], dbl.clone(), dbl).unwrap();
+    let s = exhaustive::<bf16>(&t, &Target::parse("2*x").unwrap(), None);
+    assert_eq!(s.f64_ties, 0);
+}
