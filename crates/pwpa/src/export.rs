@@ -305,6 +305,16 @@ pub fn c_header(table: &Table, name: &str, source: &str) -> Result<String> {
 #error \"pwpa tables need IEEE arithmetic: compile without -fno-signed-zeros\"
 #endif
 
+/* Its own guard: headers from pwpa versions before it define PWPA_COMMON_DEFINED without it. */
+#ifndef PWPA_ISNAN_DEFINED
+#define PWPA_ISNAN_DEFINED
+/* NaN test on the bits (x != x warns under -Wfloat-equal). */
+static inline int pwpa_isnan(float v) {
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    return (b & 0x7fffffffu) > 0x7f800000u;
+}
+#endif
 #ifndef PWPA_COMMON_DEFINED
 #define PWPA_COMMON_DEFINED
 static inline float pwpa_f32(uint32_t bits) {
@@ -316,10 +326,6 @@ static inline uint32_t pwpa_bits(float v) {
     uint32_t bits;
     memcpy(&bits, &v, sizeof bits);
     return bits;
-}
-/* NaN test on the bits (x != x warns under -Wfloat-equal). */
-static inline int pwpa_isnan(float v) {
-    return (pwpa_bits(v) & 0x7fffffffu) > 0x7f800000u;
 }
 /* Horner with fmaf, highest power first: c[0..=d]. */
 static inline float pwpa_horner(const uint32_t *c, int d, float t) {

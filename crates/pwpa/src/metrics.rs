@@ -732,7 +732,15 @@ fn next_down(x: f32) -> f32 {
     -next_up(-x)
 }
 
-/// The inputs of the range sweep: `n` (2 to [`MAX_REPORT_SAMPLES`]) evenly spaced f32 points of [lo, hi] plus every
+/// Points inside each piece that the range sweep adds (fewer when P × this would exceed
+/// 2^21), evenly spaced, or log-spaced in a piece that spans more than a factor of 4 on one
+/// side of 0: on a range spanning many decades the evenly spaced points skip the small
+/// pieces and the small x of a wide one (sqrt on [1e-20, 1e6], 64 pieces: the report said
+/// 0.67 where the table's largest relative error, inside its first piece, was 0.90).
+pub const PIECE_SAMPLES: usize = 32;
+
+/// The inputs of the range sweep: `n` (2 to [`MAX_REPORT_SAMPLES`]) evenly spaced f32 points
+/// of [lo, hi], [`PIECE_SAMPLES`] points inside each piece, and every
 /// breakpoint and its f32 neighbours inside the range; sorted, without duplicates.
 pub fn range_points(table: &Table, n: usize) -> Vec<f32> {
     let bp = table.breakpoints();
@@ -744,7 +752,24 @@ pub fn range_points(table: &Table, n: usize) -> Vec<f32> {
             x.clamp(lo, hi)
         })
         .collect();
-    for b in bp.points_f64() {
+    let pts = bp.points_f64();
+    let k = PIECE_SAMPLES.min((1usize << 21) / (pts.len() - 1)).max(1);
+    for w in pts.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        for j in 0..k {
+            let u = (j as f64 + 0.5) / k as f64;
+            // log-spaced in a piece that spans more than a factor of 4 on one side of 0
+            let x = if a > 0.0 && b > 4.0 * a {
+                a * (b / a).powf(u)
+            } else if b < 0.0 && a < 4.0 * b {
+                b * (a / b).powf(1.0 - u)
+            } else {
+                a + (b - a) * u
+            };
+            xs.push((x as f32).clamp(lo, hi));
+        }
+    }
+    for b in pts {
         let b = b as f32;
         for x in [next_down(b), b, next_up(b)] {
             if x >= lo && x <= hi {

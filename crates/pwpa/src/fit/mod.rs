@@ -669,7 +669,7 @@ pub fn fit_function(
         if verified_every_f32 {
             "every f32 input of the range"
         } else {
-            "2^20 points of the range and the breakpoints"
+            "2^20 points of the range, 32 in each piece and the breakpoints"
         }
         .into(),
     );
@@ -977,6 +977,11 @@ fn search_sampled(
     progress: &dyn Fn(Progress),
 ) -> Result<Pieces> {
     let quiet = |_: Progress| {};
+    // No more pieces than the range has f32 values to put breakpoints at (the search
+    // asked for 1024 pieces on [1, 1.0001], 840 values, and failed with an argument error
+    // instead of "not reached").
+    let room = (place::f32_values_in(ctx.lo, ctx.hi).saturating_sub(1) as usize).max(1);
+    let max_p = opts.max_partitions.min(MAX_PARTITIONS).min(room);
     // Doubling P stops when the error has stopped falling near f32's floor (`floor`, see
     // search_error): two doublings in a row that gain less than 5 % while within 8x of
     // the floor. (Far above the floor a plateau is an oscillation not yet resolved.)
@@ -1010,7 +1015,7 @@ fn search_sampled(
         }
     } else {
         let d = opts.degree;
-        let maxp = opts.max_partitions.min(MAX_PARTITIONS);
+        let maxp = max_p;
         let mut p = 1usize;
         let mut lo_fail = 0usize;
         let mut found: Option<(usize, Pieces)> = None;
@@ -1109,7 +1114,7 @@ fn search_sampled(
     Err(Error::Fit(format!(
         "max {} error {target:e} not reached within the limits (P ≤ {}, D ≤ {}); best found: {est} with {p} pieces of degree {d}",
         ctx.measure.name(),
-        if vary_degree { opts.partitions } else { opts.max_partitions },
+        if vary_degree { opts.partitions } else { max_p },
         if vary_degree { opts.max_degree } else { opts.degree },
     )))
 }
@@ -1391,7 +1396,7 @@ impl std::fmt::Display for FitOutcome {
             if self.verified_every_f32 {
                 "every f32 input of the range"
             } else {
-                "2^20 points and the breakpoints"
+                "2^20 points, 32 per piece and the breakpoints"
             },
             self.fitted_error
         )?;

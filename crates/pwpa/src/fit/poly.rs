@@ -221,8 +221,13 @@ impl Problem<'_> {
             // for a piece that ends at z (selu's slope at 0 is λα, not its right slope λ).
             // The divisor is xe − z of the point f is evaluated at (exact near z).
             let z = self.z;
+            // (An offset below z's ulp would leave xe = z and g = 0/0: at z = 1 with a
+            // piece narrower than 2^-12, the piece came out as zeros with error 0.)
             let xe = if x == z {
-                z + (self.h * 1e-12).max(1e-300).copysign(self.m - z)
+                let d = (self.h * 1e-12)
+                    .max(z.abs() * 4.0 * f64::EPSILON)
+                    .max(1e-300);
+                z + d.copysign(self.m - z)
             } else {
                 x
             };
