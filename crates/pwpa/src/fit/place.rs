@@ -134,7 +134,7 @@ fn next_down(v: f32) -> f32 {
 
 /// Largest piece error over the median above which [`adaptive`] also tries a start from
 /// repeated splits. The catalogue's fits end at 2–16 (gelu, mish 2–4, elu/selu 16: their
-/// tables unchanged), log on [1e-12, 1] near 10^7 (3 × 10^-1 → 40 pieces for 10^-3),
+/// tables unchanged), log on [1e-12, 1] near 10^7 (3 × 10^-1 → 26 pieces for 10^-3),
 /// hardswish's kinks above 10^3 (its bf16-exact table 12 → 6 pieces).
 const UNEQUAL: f64 = 100.0;
 
