@@ -223,7 +223,7 @@ struct FitResultOut {
     measure: &'static str,
     /// Max error of the f64 pieces before rounding to f32.
     fitted_error: f64,
-    /// Max error of the f32 table on the dense range sweep (2^20 points and breakpoints).
+    /// Max error of the f32 table on the dense range sweep (2^20 points, 32 per piece and the breakpoints).
     verified_error: f64,
     verified_abs_error: f64,
     /// Largest jump between neighbouring pieces at interior breakpoints.
