@@ -1472,13 +1472,13 @@ impl CudaTable {
         // 710.0 | 717.0, silu 719.5 → 720.8 | 718.3, mish 718.0 → 717.8 | 715.2, tanh 718.1
         // → 715.6 | 713.2 (one step per 4 warps: sigmoid, softplus, log_sigmoid 713.7–713.8;
         // per warp: tanh 991, the counter's atomics saturate).
-        let group_warps = if compact { 8 } else { GROUP_TILE_WARPS };
+        let group_gw = warp_group(block, if compact { 8 } else { GROUP_TILE_WARPS });
         let group_tiles = !per_warp
             && !fast_f32
             && x_dtype == DType::F32
             && !grad
             && deriv.is_none()
-            && warp_group(block, group_warps) > 1;
+            && group_gw > 1;
         let wsub = wsub_override().unwrap_or(if per_warp {
             steps
         } else if group_tiles {
@@ -1496,7 +1496,7 @@ impl CudaTable {
         let gw = if wsub == 0 {
             1
         } else if group_tiles {
-            warp_group(block, group_warps)
+            group_gw
         } else {
             warp_group(block, if compact && !fast_f32 { 4 } else { 1 })
         };

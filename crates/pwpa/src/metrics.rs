@@ -397,21 +397,8 @@ fn is_tie<U: Element16>(r: f64) -> bool {
     if r == uv || !uv.is_finite() {
         return false;
     }
-    let b = u.to_bits_u32() as u16;
-    let (neg, mag) = (b & 0x8000 != 0, b & 0x7FFF);
-    let up = r > uv;
     // U's neighbour of u on r's side.
-    let nb = if mag == 0 {
-        if up {
-            0x0001
-        } else {
-            0x8001
-        }
-    } else if up != neg {
-        b + 1
-    } else {
-        b - 1
-    };
+    let nb = crate::fit::verify::step16(u.to_bits_u32() as u16, r > uv);
     let v = U::from_bits16(nb).to_f32() as f64;
     v.is_finite() && r == 0.5 * (uv + v)
 }

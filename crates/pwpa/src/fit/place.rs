@@ -641,22 +641,7 @@ pub(crate) fn only_hard_wrong(ctx: &Ctx, pcs: &Pieces, dt: DType, refs: &[(f32, 
 /// The neighbours of a finite value of the type (as f32).
 fn neighbours(dt: DType, x: f32) -> (f32, f32) {
     let b = verify::round_f32(dt, x);
-    let step = |up: bool| -> f32 {
-        let neg = b & 0x8000 != 0;
-        let mag = b & 0x7FFF;
-        let nb = if mag == 0 {
-            if up {
-                1
-            } else {
-                0x8001
-            }
-        } else if up != neg {
-            b + 1
-        } else {
-            b - 1
-        };
-        verify::decode(dt, nb)
-    };
+    let step = |up: bool| verify::decode(dt, verify::step16(b, up));
     (step(false), step(true))
 }
 

@@ -78,6 +78,23 @@ pub(crate) fn ulp_distance(a: u16, b: u16) -> u64 {
     (key(a) - key(b)).unsigned_abs()
 }
 
+/// The 16-bit float pattern next to `bits` towards +Inf (`up`) or −Inf (±0 step to the
+/// smallest subnormal of that sign).
+pub(crate) fn step16(bits: u16, up: bool) -> u16 {
+    let neg = bits & 0x8000 != 0;
+    if bits & 0x7FFF == 0 {
+        if up {
+            0x0001
+        } else {
+            0x8001
+        }
+    } else if up != neg {
+        bits + 1
+    } else {
+        bits - 1
+    }
+}
+
 fn is_nan16(dtype: DType, bits: u16) -> bool {
     decode(dtype, bits).is_nan()
 }
