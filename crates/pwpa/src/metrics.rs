@@ -16,8 +16,10 @@
 //! - "correctly rounded": `got == U::from_f64(r)` as values (±0 are not told apart).
 //!
 //! # Sweeps
-//! - the range `[b_0, b_P]`: `samples` evenly spaced f32 points, plus every breakpoint
-//!   and its two f32 neighbours inside the range;
+//! - the range `[b_0, b_P]`: `samples` evenly spaced f32 points (at least 2, at most
+//!   [`MAX_REPORT_SAMPLES`]), `samples / 4` evenly spaced in f32 order, [`PIECE_SAMPLES`]
+//!   inside each piece, and every breakpoint with its two f32 neighbours inside the range
+//!   ([`range_points`]);
 //! - each tail: [`TAIL_SAMPLES`] log-spaced points from the first f32 beyond the range
 //!   end out to ±f32::MAX, plus ±Inf;
 //! - for bf16 and f16: every finite input of the type (−0 once, as +0) ([`exhaustive`]), inside the
@@ -389,18 +391,7 @@ fn exhaustive_stats<U: Element16>(
 
 /// Whether the finite r lies exactly halfway between two neighbouring finite values of U.
 fn is_tie<U: Element16>(r: f64) -> bool {
-    if !r.is_finite() {
-        return false;
-    }
-    let u = U::from_f64(r);
-    let uv = u.to_f32() as f64;
-    if r == uv || !uv.is_finite() {
-        return false;
-    }
-    // U's neighbour of u on r's side.
-    let nb = crate::fit::verify::step16(u.to_bits_u32() as u16, r > uv);
-    let v = U::from_bits16(nb).to_f32() as f64;
-    v.is_finite() && r == 0.5 * (uv + v)
+    crate::fit::verify::is_tie(U::DTYPE, r)
 }
 
 /// Every finite input of U with its reference values, computed once: a fitter that
@@ -657,6 +648,31 @@ fn fmt_exh(f: &mut std::fmt::Formatter<'_>, what: &str, s: &ExhaustiveStats) -> 
     Ok(())
 }
 
+/// A number for messages and reports: positional from 1e-4 to 1e15 (and 0), scientific
+/// beyond (`1e30`, not thirty-one digits); an f64 that is an f32 value prints as that f32's
+/// shortest digits (`1e30`, not `1.0000000150474662e30`).
+#[derive(Clone, Copy, Debug)]
+pub struct Num(pub f64);
+
+impl std::fmt::Display for Num {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let x = self.0;
+        let sci = x != 0.0 && x.is_finite() && !(1e-4..1e15).contains(&x.abs());
+        if (x as f32) as f64 == x {
+            let v = x as f32;
+            if sci {
+                write!(f, "{v:e}")
+            } else {
+                write!(f, "{v}")
+            }
+        } else if sci {
+            write!(f, "{x:e}")
+        } else {
+            write!(f, "{x}")
+        }
+    }
+}
+
 impl std::fmt::Display for ErrorReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
@@ -666,14 +682,16 @@ impl std::fmt::Display for ErrorReport {
             self.partitions,
             if self.partitions == 1 { "" } else { "s" },
             self.degree,
-            self.range.0,
-            self.range.1,
+            Num(self.range.0),
+            Num(self.range.1),
             self.dtype
         )?;
         writeln!(
             f,
             "  range [{}, {}] ({} f32 points incl. breakpoints):",
-            self.range.0, self.range.1, self.in_range.points
+            Num(self.range.0),
+            Num(self.range.1),
+            self.in_range.points
         )?;
         fmt_sweep(f, &self.in_range, self.dtype)?;
         writeln!(
@@ -727,7 +745,8 @@ fn next_down(x: f32) -> f32 {
 pub const PIECE_SAMPLES: usize = 32;
 
 /// The inputs of the range sweep: `n` (2 to [`MAX_REPORT_SAMPLES`]) evenly spaced f32 points
-/// of [lo, hi], [`PIECE_SAMPLES`] points inside each piece, and every
+/// of [lo, hi], n / 4 points evenly spaced in f32 order (the bit patterns' order),
+/// [`PIECE_SAMPLES`] points inside each piece, and every
 /// breakpoint and its f32 neighbours inside the range; sorted, without duplicates.
 pub fn range_points(table: &Table, n: usize) -> Vec<f32> {
     let bp = table.breakpoints();
@@ -739,6 +758,17 @@ pub fn range_points(table: &Table, n: usize) -> Vec<f32> {
             x.clamp(lo, hi)
         })
         .collect();
+    // A quarter as many again evenly spaced in f32 order: on a range spanning decades
+    // (or 0) most f32 inputs are small, and evenly spaced points skip them (x³ on
+    // [−1, 1], relative: 1.72e-7 on the evenly spaced points, 2.36e-7 at a small input).
+    let (ka, kb) = (
+        crate::fit::f32_key(lo) as f64,
+        crate::fit::f32_key(hi) as f64,
+    );
+    let m = n / 4;
+    xs.extend((0..m).map(|i| {
+        crate::fit::f32_of_key((ka + (kb - ka) * (i as f64 + 0.5) / m as f64).round() as i64)
+    }));
     let pts = bp.points_f64();
     let k = PIECE_SAMPLES.min((1usize << 21) / (pts.len() - 1)).max(1);
     for w in pts.windows(2) {

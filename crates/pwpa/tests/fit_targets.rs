@@ -1372,3 +1372,183 @@ fn reported_error_sees_the_small_x_of_a_range_spanning_many_decades() {
         o.verified_error
     );
 }
+
+/// Independent sweep of max |table − f| over f32 inputs evenly spaced in bit-pattern order
+/// across [lo, hi] (most f32 inputs of a range spanning decades are small).
+fn max_abs_by_order(t: &Table, f: fn(f64) -> f64, lo: f32, hi: f32, n: i64) -> f64 {
+    let key = |v: f32| -> i64 {
+        let m = (v.to_bits() & 0x7FFF_FFFF) as i64;
+        if v < 0.0 {
+            -m
+        } else {
+            m
+        }
+    };
+    let of = |k: i64| {
+        if k < 0 {
+            f32::from_bits((-k) as u32 | 0x8000_0000)
+        } else {
+            f32::from_bits(k as u32)
+        }
+    };
+    let (a, b) = (key(lo), key(hi));
+    (0..=n)
+        .map(|i| {
+            let x = of(a + (b - a) * i / n);
+            (t.eval_f32(x) as f64 - f(x as f64)).abs()
+        })
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn a_range_spanning_zero_and_many_decades_is_placed_and_a_useless_fit_says_so() {
+    // tanh on [−1e30, 1e30]: the split start halved [0, 1e30] at its midpoint, 100 splits
+    // from x ≈ 1, so 8–64 pieces stayed 1.6 from tanh (worse than 0) near 0, without a
+    // warning (session 20's tester). Pieces at 0 are now also split in f32 order.
+    let tanh = Target::parse("tanh").unwrap();
+    let fit = |p: usize| {
+        fit_report(
+            &tanh,
+            &FitOptions {
+                range: Some((-1e30, 1e30)),
+                partitions: p,
+                ..opts()
+            },
+            &|_| {},
+        )
+        .unwrap()
+    };
+    let o = fit(32);
+    let e = max_abs_by_order(&o.table, f64::tanh, -1e30, 1e30, 1 << 20);
+    let e_lin = max_abs(&o.table, f64::tanh, -1e30, 1e30, 1 << 16);
+    assert!(e < 1e-4 && e_lin < 1e-4, "{e:e} {e_lin:e}");
+    // The report's sweep (2^18 points in f32 order among others) sees nearly as much.
+    assert!(
+        o.verified_abs_error >= 0.99 * e,
+        "{} < {e:e}",
+        o.verified_abs_error
+    );
+    assert!(o.warning.is_none(), "{:?}", o.warning);
+    // The warning also counts f32 inputs under relative error: sqrt on [1e-20, 1e6] with
+    // 4 pieces is farther from sqrt than 0 on most f32 inputs (the small ones), though
+    // not on most of the range's length.
+    let o = fit_report(
+        &Target::parse("sqrt").unwrap(),
+        &FitOptions {
+            range: Some((1e-20, 1e6)),
+            partitions: 4,
+            measure: ErrorMeasure::Relative,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    let worse = |x: f32| {
+        let want = (x as f64).sqrt();
+        (o.table.eval_f32(x) as f64 - want).abs() > want
+    };
+    let n = 1u32 << 16;
+    let (a, b) = (1e-20f32.to_bits(), 1e6f32.to_bits());
+    let by_order = (0..=n)
+        .filter(|&i| {
+            worse(f32::from_bits(
+                a + ((b - a) as u64 * i as u64 / n as u64) as u32,
+            ))
+        })
+        .count();
+    let by_length = (0..=n)
+        .filter(|&i| worse((1e-20 + (1e6 - 1e-20) * i as f64 / n as f64) as f32))
+        .count();
+    assert!(
+        by_order * 2 > n as usize && by_length * 2 < n as usize,
+        "{by_order} {by_length}"
+    );
+    let w = o
+        .warning
+        .expect("a warning for sqrt on [1e-20, 1e6] with 4 pieces");
+    assert!(
+        w.contains("than 0 is on") && w.contains("of the f32 inputs in"),
+        "{w}"
+    );
+    // Under absolute error a table is farther than 0 wherever |f| is below its error, so
+    // inputs are not counted: the README's gelu fit (32 pieces, error 1e-6) has no warning.
+    let o = fit_report(
+        &Target::parse("gelu").unwrap(),
+        &FitOptions {
+            partitions: 32,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(o.warning.is_none(), "{:?}", o.warning);
+}
+
+#[test]
+fn constant_pieces_at_a_root_under_relative_error_report_their_true_error() {
+    // Degree 0, relative error, a piece starting at sin's root 0: the fit of (x − 0)·q
+    // was cut to its constant term 0 and reported the degree-1 fit's error (0.043)
+    // against a true 1.0. A constant other than 0 is infinitely wrong at the root, so 0
+    // (error 1) is the best; the report now says 1.
+    let f: fn(f64) -> f64 = f64::sin;
+    let func = FitFunction {
+        name: "sin".into(),
+        f: &f,
+        default_range: (0.0, 1.0),
+        default_tails: (Tail::Extend, Tail::Extend),
+    };
+    let o = fit_function(
+        &func,
+        &FitOptions {
+            measure: ErrorMeasure::Relative,
+            partitions: 4,
+            degree: 0,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert_eq!(o.fitted_error, 1.0);
+    let xs = (1..=100_000).map(|i| i as f32 * 1e-5);
+    let worst = max_rel(&o.table, f64::sin, xs);
+    assert!((worst - 1.0).abs() < 1e-6, "{worst:e}");
+    assert!(
+        (o.verified_error - 1.0).abs() < 1e-6,
+        "{}",
+        o.verified_error
+    );
+}
+
+#[test]
+fn relative_fits_with_zero_regions_report_a_finite_error_and_count_f64_ties() {
+    // hardswish is 0 on [−4, −3]: the f64 fit's error weighed rounding noise there by
+    // 1/|f| = 1e300 and reported 2.8e283 (meta "fitted_error"). Relative error counts
+    // only where |f| ≥ 2^-126, as in the report.
+    let hs = |x: f64| x * (x + 3.0).clamp(0.0, 6.0) / 6.0;
+    let o = exact_bf16_fit("hardswish", hs, (-4.0, 4.0), (c(0.0), Tail::Extend));
+    assert!(o.fitted_error < 1e-3, "{:e}", o.fitted_error);
+    assert_eq!(
+        (o.in_range.correct, o.in_range.inputs),
+        (o.in_range.inputs, o.in_range.inputs)
+    );
+    // Independent tie count: a real value is halfway between two neighbouring bf16
+    // values exactly when it is an f32 whose low 16 bits are 0x8000.
+    let tie = |r: f64| {
+        let v = r as f32;
+        v as f64 == r && v.is_finite() && v.to_bits() & 0xFFFF == 0x8000
+    };
+    let ties = (0..=u16::MAX)
+        .map(|b| bf16::from_bits(b).to_f32())
+        .filter(|x| x.is_finite() && (-4.0..=4.0).contains(x) && x.to_bits() != 0x8000_0000)
+        .filter(|&x| tie(hs(x as f64)))
+        .count() as u64;
+    assert!(ties > 0);
+    assert_eq!(o.in_range.f64_ties, ties);
+    let text = o.to_string();
+    assert!(
+        text.contains(&format!(
+            "{ties} of them have an f64 value of f exactly halfway"
+        )),
+        "{text}"
+    );
+}

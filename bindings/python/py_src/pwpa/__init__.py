@@ -495,8 +495,8 @@ class Table:
     def report(self, target: Optional[str] = None, dtype: Any = "f32", samples: Optional[int] = None) -> dict:
         """The error report against ``target`` (default: the function recorded in the
         table) in output type ``dtype``, as a dict. ``samples``: evenly spaced points of
-        the range sweep (default 2^20, at most 2^26; 32 points inside each piece and every
-        breakpoint are added)."""
+        the range sweep (default 2^20, at most 2^26; a quarter as many in f32 order, 32
+        points inside each piece and every breakpoint are added)."""
         if samples is not None and (
             isinstance(samples, bool) or not isinstance(samples, (int, np.integer))
             or not 2 <= samples <= _MAX_REPORT_SAMPLES

@@ -15,6 +15,7 @@ pub mod verify;
 use crate::element::DType;
 use crate::error::{Error, Result};
 use crate::funcs::Target;
+use crate::metrics::Num;
 use crate::table::{Breakpoints, Table, Tail, MAX_DEGREE, MAX_PARTITIONS};
 pub use verify::{sweep16, Sweep};
 
@@ -598,8 +599,10 @@ pub fn fit_function(
     let verified_every_f32 = exh.is_some();
     let (verr, vabs) = exh.unwrap_or_else(|| dense_error(&ctx, &table));
     let max_jump = max_jump(&table);
-    let in_range = verify::sweep_refs(&table, checked, &refs_in);
-    let all_finite = verify::sweep_refs(&table, checked, &refs_all);
+    let mut in_range = verify::sweep_refs(&table, checked, &refs_in);
+    let mut all_finite = verify::sweep_refs(&table, checked, &refs_all);
+    in_range.f64_ties = verify::ties(checked, Some((lo32, hi32)), f);
+    all_finite.f64_ties = verify::ties(checked, None, f);
     // Only where they matter: coefficients of high powers that a tiny piece does not need
     // (1/h^k scaling) overflow harmlessly, and the verified error then shows nothing.
     let overflow_matters = verr > 2.0 * pieces.max_error();
@@ -680,6 +683,7 @@ pub fn fit_function(
             "correctly_rounded": s.fraction_correct(),
             "max_ulp": s.max_ulp,
             "max_ulp_at": s.max_ulp_at,
+            "f64_ties": s.f64_ties,
         })
     };
     m.insert(format!("{checked}_in_range"), sweep_json(&in_range));
@@ -719,9 +723,12 @@ pub fn fit_function(
 const USELESS_POINTS: usize = 4097;
 
 /// A warning when the table is farther from f than 0 is (|table − f| > |f|) on more than
-/// half of [lo, hi] (evenly spaced points): the fit is useless there, typically because f
-/// spans many orders of magnitude (exp over its whole f32 domain with an absolute error
-/// measure). None otherwise.
+/// half of [lo, hi] (evenly spaced points), or, for a relative-error fit, on more than
+/// half of its f32 inputs (points evenly spaced in f32 order: on a range spanning decades
+/// the inputs crowd near 0; under absolute error any table is farther than 0 where |f| is
+/// below its error, so that count would flag gelu's good fits): the fit is useless there,
+/// typically because f spans many orders of magnitude (exp over its whole f32 domain with
+/// an absolute error measure, tanh on [−1e30, 1e30] with two pieces). None otherwise.
 fn useless_warning(
     table: &Table,
     f: &(dyn Fn(f64) -> f64 + Sync),
@@ -730,14 +737,24 @@ fn useless_warning(
     lo: f32,
     hi: f32,
 ) -> Option<String> {
-    let bad = (0..USELESS_POINTS)
-        .filter(|&k| {
-            let x = (lo as f64 + (hi as f64 - lo as f64) * k as f64 / (USELESS_POINTS - 1) as f64)
-                as f32;
-            let want = f(x as f64);
-            (table.eval_f32(x) as f64 - want).abs() > want.abs()
-        })
+    let worse_than_0 = |x: f32| {
+        let want = f(x as f64);
+        (table.eval_f32(x) as f64 - want).abs() > want.abs()
+    };
+    let n = (USELESS_POINTS - 1) as f64;
+    let by_length = (0..USELESS_POINTS)
+        .filter(|&k| worse_than_0((lo as f64 + (hi as f64 - lo as f64) * k as f64 / n) as f32))
         .count();
+    let (ka, kb) = (f32_key(lo) as f64, f32_key(hi) as f64);
+    let by_order = (0..USELESS_POINTS)
+        .filter(|_| measure == ErrorMeasure::Relative)
+        .filter(|&k| worse_than_0(f32_of_key((ka + (kb - ka) * k as f64 / n).round() as i64)))
+        .count();
+    let (bad, of) = if by_order > by_length {
+        (by_order, "the f32 inputs in")
+    } else {
+        (by_length, "")
+    };
     let frac = bad as f64 / USELESS_POINTS as f64;
     if frac <= 0.5 {
         return None;
@@ -749,9 +766,12 @@ fn useless_warning(
         ErrorMeasure::Relative => "use more partitions or a higher degree",
     };
     Some(format!(
-        "the table is farther from {name} than 0 is on {:.0} % of [{lo}, {hi}]: {advice}, narrow the range, \
+        "the table is farther from {name} than 0 is on {:.0} % of {of}{}[{lo}, {hi}]: {advice}, narrow the range, \
          or use an exact fit with exp2 tails (--exact bf16 --exp-tails) for functions that decay or grow exponentially",
-        100.0 * frac
+        100.0 * frac,
+        if of.is_empty() { "" } else { " " },
+        lo = Num(lo as f64),
+        hi = Num(hi as f64),
     ))
 }
 
@@ -814,7 +834,7 @@ fn measured_error(ctx: &Ctx, table: &Table) -> (f64, f64) {
         .reduce(|| (0.0, 0.0), |a, b| (a.0.max(b.0), a.1.max(b.1)))
 }
 
-/// Points of [`dense_error`]'s sweep: the error report's (`metrics::range_points`).
+/// Points of `dense_error`'s sweep: the error report's (`metrics::range_points`).
 pub const DENSE_POINTS: usize = 1 << 20;
 
 /// Error of the f32 table on the error report's range sweep ([`DENSE_POINTS`] evenly
@@ -829,13 +849,13 @@ fn dense_error(ctx: &Ctx, table: &Table) -> (f64, f64) {
 }
 
 /// Ranges with at most this many f32 values are verified on every one of them
-/// ([`exhaustive_error`]): the 2^20-point sweep can miss the rounding noise's largest
+/// (`exhaustive_error`): the 2^20-point sweep can miss the rounding noise's largest
 /// value (gelu on [1, 4] with a 2.959e-7 goal: 2.958e-7 on the sweep, 2.9615e-7 at one of
 /// the 16.8 million f32 inputs, session 20's tester).
 pub const EXHAUSTIVE_F32: u64 = 1 << 25;
 
 /// Order-preserving integer key of a finite f32 (±0 → 0) and its inverse.
-fn f32_key(v: f32) -> i64 {
+pub(crate) fn f32_key(v: f32) -> i64 {
     let m = (v.to_bits() & 0x7FFF_FFFF) as i64;
     if v.is_sign_negative() {
         -m
@@ -843,7 +863,7 @@ fn f32_key(v: f32) -> i64 {
         m
     }
 }
-fn f32_of_key(k: i64) -> f32 {
+pub(crate) fn f32_of_key(k: i64) -> f32 {
     if k < 0 {
         f32::from_bits((-k) as u32 | 0x8000_0000)
     } else {
@@ -1142,6 +1162,7 @@ fn search_exact(
         if let Some(z) = place::split_at_zero(ctx, &pcs, dt, maxp) {
             pcs = z;
         }
+        ctx.check()?;
         place::nudge_exact(&mut pcs, dt, refs);
         let t = pcs.table(left.clone(), right.clone())?;
         let s = verify::sweep_refs(&t, dt, refs);
@@ -1153,6 +1174,7 @@ fn search_exact(
                       isolate_hard: bool|
          -> Result<(Pieces, Sweep)> {
             for _ in 0..3 {
+                ctx.check()?;
                 if s.correct == s.inputs || ctx.placement != Placement::Adaptive {
                     break;
                 }
@@ -1162,6 +1184,7 @@ fn search_exact(
                     break;
                 };
                 pcs = split;
+                ctx.check()?;
                 place::nudge_exact(&mut pcs, dt, refs);
                 s = verify::sweep_refs(&pcs.table(left.clone(), right.clone())?, dt, refs);
             }
@@ -1312,7 +1335,7 @@ fn search_exact(
         s.inputs,
         100.0 * s.fraction_correct(),
         s.max_ulp,
-        s.max_ulp_at
+        Num(s.max_ulp_at)
     )))
 }
 
@@ -1396,7 +1419,7 @@ impl std::fmt::Display for FitOutcome {
             if self.verified_every_f32 {
                 "every f32 input of the range"
             } else {
-                "2^20 points, 32 per piece and the breakpoints"
+                "2^20 points, 2^18 in f32 order, 32 per piece and the breakpoints"
             },
             self.fitted_error
         )?;
@@ -1411,18 +1434,25 @@ impl std::fmt::Display for FitOutcome {
             writeln!(
                 f,
                 "  pieces on [{}, {}]; exp2 tails cover the rest of the range [{}, {}] (correctly rounded there, checked)",
-                self.core.0, self.core.1, self.range.0, self.range.1
+                Num(self.core.0 as f64),
+                Num(self.core.1 as f64),
+                Num(self.range.0 as f64),
+                Num(self.range.1 as f64)
             )?;
         }
         let dt = self.checked_dtype;
         writeln!(
             f,
             "  {dt}, every input in [{}, {}]: {:.4} % correctly rounded, at most {} {dt} values from the correctly rounded result",
-            self.range.0,
-            self.range.1,
+            Num(self.range.0 as f64),
+            Num(self.range.1 as f64),
             100.0 * self.in_range.fraction_correct(),
             self.in_range.max_ulp
         )?;
+        if self.in_range.f64_ties > 0 {
+            ties_note(f, &self.in_range, dt)?;
+            writeln!(f)?;
+        }
         write!(
             f,
             "  {dt}, every finite input (tails included): {:.4} % correctly rounded, at most {} {dt} values from it",
@@ -1431,10 +1461,24 @@ impl std::fmt::Display for FitOutcome {
         )?;
         // The worst input, where there is one (none when every input is correctly rounded).
         if self.all_finite.max_ulp > 0 {
-            write!(f, " (at x = {})", self.all_finite.max_ulp_at)?;
+            write!(f, " (at x = {})", Num(self.all_finite.max_ulp_at))?;
+        }
+        if self.all_finite.f64_ties > 0 {
+            writeln!(f)?;
+            ties_note(f, &self.all_finite, dt)?;
         }
         Ok(())
     }
+}
+
+/// The summary's line under a sweep with f64 ties.
+fn ties_note(f: &mut std::fmt::Formatter<'_>, s: &verify::Sweep, dt: DType) -> std::fmt::Result {
+    write!(
+        f,
+        "    ({} of them have an f64 value of f exactly halfway between two {dt} values, \
+         which f64 cannot decide: counted by round-half-even)",
+        s.f64_ties
+    )
 }
 
 #[cfg(test)]

@@ -246,6 +246,17 @@ impl Problem<'_> {
             (g, w)
         }
     }
+    /// Whether the error at a point where the fitted function is g counts in the
+    /// reported error: relative error counts only where |g| ≥
+    /// [`crate::metrics::REL_FLOOR`], as in the error report (g = f/(x − z)^order on a
+    /// zero-anchored piece, whose relative error is q's against g). The fit itself keeps
+    /// the large weight there, so p stays near 0 where f is 0.
+    fn counted(&self, g: f64) -> bool {
+        match self.measure {
+            ErrorMeasure::Absolute => true,
+            ErrorMeasure::Relative => g.abs() >= crate::metrics::REL_FLOOR,
+        }
+    }
     fn lin(&self, s: f64) -> f64 {
         match self.pins.as_slice() {
             [] => 0.0,
@@ -339,7 +350,20 @@ pub(crate) fn fit_piece(
     let (a, b) = (spec.a, spec.b);
     let m = 0.5 * (a + b);
     let h = 0.5 * (b - a);
-    let zero = spec.zero_anchored;
+    // A constant cannot vanish at z to first order: with absolute error it is fitted
+    // like any other piece; with relative error 0 is the best constant (any other is
+    // infinitely wrong at z), so the piece is 0 with error 1 — the fit of (x − z)·q
+    // would be cut to its constant term, 0, and report the degree-1 error.
+    if spec.zero_anchored && degree == 0 && matches!(measure, ErrorMeasure::Relative) {
+        let zc = if spec.anchor == 0.0 { -0.0 } else { 0.0 };
+        return PieceFit {
+            coeffs: vec![zc],
+            error: 1.0,
+            lower_bound: 1.0,
+            converged: true,
+        };
+    }
+    let zero = spec.zero_anchored && degree > 0;
     // p = (x − z)^order · q.
     let order = if zero {
         zero_order(f, spec.anchor, a, b, degree.max(1))
@@ -392,7 +416,16 @@ pub(crate) fn fit_piece(
             Method::Minimax => remez(&prob),
         }
     };
-    let (c, err, lb, conv) = result;
+    let (c, mut err, mut lb, conv) = result;
+    // Where f is below the relative floor on part of the piece (hardswish's zeros, exp's
+    // f64 underflow), the Remez error includes that part at weight 1/|f| (2.8e283 for
+    // hardswish's rounding noise at 0): report the counted part's error, as the report does.
+    if matches!(measure, ErrorMeasure::Relative)
+        && grid(256).iter().any(|&s| !prob.counted(prob.gw(s).0))
+    {
+        err = max_error(&prob, &c, &grid(4096)).0;
+        lb = lb.min(err);
+    }
     // p(s) → powers of t = x − anchor; s = (t + anchor − m)/h.
     let ps = prob.monomial(&c);
     let mut t = compose_affine(&ps, m - anchor, h);
@@ -419,6 +452,9 @@ fn max_error(prob: &Problem, c: &[f64], s: &[f64]) -> (f64, f64) {
     let mut best = (0.0, 0.0);
     for &si in s {
         let (g, w) = prob.gw(si);
+        if !prob.counted(g) {
+            continue;
+        }
         let e = (w * (prob.p(c, si) - g)).abs();
         if e > best.0 || e.is_nan() {
             best = (e, si);

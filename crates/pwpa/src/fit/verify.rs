@@ -15,6 +15,10 @@ pub struct Sweep {
     pub max_ulp: u64,
     /// An input where `max_ulp` occurs.
     pub max_ulp_at: f64,
+    /// Inputs whose f64 value of f lies exactly halfway between two values of the type:
+    /// f64 cannot tell which way f rounds there; they count as correct when the result
+    /// is f64's round-half-even.
+    pub f64_ties: u64,
 }
 
 impl Sweep {
@@ -63,6 +67,34 @@ pub(crate) fn round_f64(dtype: DType, v: f64) -> Option<u16> {
         DType::BF16 => <bf16 as Element>::from_f64(v).to_bits(),
         _ => <f16 as Element>::from_f64(v).to_bits(),
     })
+}
+
+/// Whether the finite r lies exactly halfway between two neighbouring finite values of
+/// `dtype` (F16 or BF16).
+pub(crate) fn is_tie(dtype: DType, r: f64) -> bool {
+    let Some(u) = round_f64(dtype, r).filter(|_| r.is_finite()) else {
+        return false;
+    };
+    let uv = decode(dtype, u) as f64;
+    if r == uv || !uv.is_finite() {
+        return false;
+    }
+    // The neighbour of u on r's side.
+    let v = decode(dtype, step16(u, r > uv)) as f64;
+    v.is_finite() && r == 0.5 * (uv + v)
+}
+
+/// The inputs of [`inputs`]`(dtype, range)` whose f64 value of f is a tie ([`is_tie`]).
+pub(crate) fn ties(
+    dtype: DType,
+    range: Option<(f32, f32)>,
+    f: &(dyn Fn(f64) -> f64 + Sync),
+) -> u64 {
+    use rayon::prelude::*;
+    inputs(dtype, range)
+        .par_iter()
+        .filter(|&&x| is_tie(dtype, f(x as f64)))
+        .count() as u64
 }
 
 /// Distance between two 16-bit float patterns in ULPs (±0 equal; NaN is maximal).
