@@ -25,7 +25,7 @@ pub fn class_name(e: &pwpa::Error) -> &'static str {
         E::UnknownFunction(_) | E::Expression { .. } | E::Samples(_) => "FunctionError",
         E::Fit(_) | E::NotFinite { .. } => "FitError",
         E::UnsupportedDType(_) => "DTypeError",
-        E::LengthMismatch { .. } => "ShapeError",
+        E::LengthMismatch { .. } | E::GradLengthMismatch { .. } => "ShapeError",
         E::Array(_)
         | E::InvalidArgument(_)
         | E::InvalidExportName { .. }

@@ -138,11 +138,21 @@ pub enum Error {
     #[error("unsupported dtype {0}")]
     UnsupportedDType(String),
     /// Input and output buffers of different lengths.
-    #[error("input has {input} elements but output has {output}")]
+    #[error("the input holds {input} elements and the output {output}: they must be equal")]
     LengthMismatch {
         /// Input length.
         input: usize,
         /// Output length.
+        output: usize,
+    },
+    /// `grad_mul` buffers of different lengths.
+    #[error("x holds {x} elements, grad {grad} and the output {output}: they must be equal")]
+    GradLengthMismatch {
+        /// Length of x.
+        x: usize,
+        /// Length of grad.
+        grad: usize,
+        /// Length of the output (grad's for the in-place form).
         output: usize,
     },
     /// The function is not finite on the requested range, or beyond f32's range.

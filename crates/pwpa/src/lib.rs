@@ -2,6 +2,39 @@
 //!
 //! The core crate: the table model ([`Table`]), the evaluation convention every
 //! backend shares, element types, and the JSON table format. No GPU, no Python.
+//!
+//! # Quick start
+//! Fit GELU with 32 cubic pieces, check the fit against GELU's f64 reference, evaluate
+//! bf16 data on the fast path, and round-trip the table through its JSON format:
+//! ```
+//! use pwpa::fit::{fit, FitOptions};
+//! use pwpa::metrics::{report, ReportOptions};
+//! use pwpa::{bf16, Evaluator, Layout, Target};
+//!
+//! # fn main() -> pwpa::Result<()> {
+//! let gelu = Target::parse("gelu")?; // or an expression: Target::parse("x*sigmoid(x)")
+//! let opts = FitOptions { partitions: 32, degree: 3, ..Default::default() };
+//! let table = fit(&gelu, &opts, &|_| {})?;
+//! let r = report(&table, &gelu, &ReportOptions::default());
+//! assert!(r.in_range.max_abs < 2e-6, "{r}");
+//!
+//! let x: Vec<bf16> = (-40..40).map(|i| bf16::from_f32(i as f32 / 8.0)).collect();
+//! let mut y = vec![bf16::ZERO; x.len()];
+//! Evaluator::new(&table).eval(&x, &mut y)?;
+//! for (&xi, &yi) in x.iter().zip(&y) {
+//!     assert_eq!(yi, table.eval::<bf16, bf16>(xi)); // bit-identical to the scalar oracle
+//! }
+//!
+//! let json = pwpa::format::to_json(&table, Layout::Soa);
+//! let (back, layout) = pwpa::format::from_json(&json)?;
+//! assert_eq!((back, layout), (table, Layout::Soa));
+//! # Ok(())
+//! # }
+//! ```
+//! The modules: [`fit`] (minimax and exact fitting), [`eval`] (the fast CPU path),
+//! [`metrics`] (error reports), [`format`] (JSON and the seed's format), [`export`] (C
+//! headers and `$readmemh` images), [`funcs`] (the function catalogue and expressions),
+//! [`plot`]. docs/FORMAT.md in the repository documents the evaluation convention.
 
 #![warn(missing_docs)]
 

@@ -31,7 +31,10 @@ pub const MAX_PARTITIONS: usize = 1 << 20;
 /// Largest degree of the exponent polynomial of an [`Tail::Exp2`] tail.
 pub const MAX_TAIL_DEGREE: usize = 7;
 
-/// Partition boundaries.
+/// Partition boundaries. Build them with [`Breakpoints::uniform`] or
+/// [`Breakpoints::arbitrary`] (validated); a variant built directly is checked by
+/// [`Breakpoints::validate`] and by [`Table::new`], and until then its accessors assume
+/// it is valid (an empty `Arbitrary` list has no `lo`: NaN).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Breakpoints {
     /// `partitions` equal pieces over `[lo, hi]`, indexed by one subtract and one multiply.
@@ -145,7 +148,7 @@ impl Breakpoints {
     pub fn lo(&self) -> f32 {
         match self {
             Breakpoints::Uniform { lo, .. } => *lo,
-            Breakpoints::Arbitrary(p) => p[0],
+            Breakpoints::Arbitrary(p) => p.first().copied().unwrap_or(f32::NAN),
         }
     }
 
@@ -153,7 +156,7 @@ impl Breakpoints {
     pub fn hi(&self) -> f32 {
         match self {
             Breakpoints::Uniform { hi, .. } => *hi,
-            Breakpoints::Arbitrary(p) => p[p.len() - 1],
+            Breakpoints::Arbitrary(p) => p.last().copied().unwrap_or(f32::NAN),
         }
     }
 
@@ -212,12 +215,15 @@ pub fn uniform_index(x: f32, lo: f32, inv_step: f32, partitions: usize) -> usize
     let d = x - lo;
     let u = d * inv_step;
     // `as usize` truncates toward zero and saturates (negative and NaN give 0).
-    (u as usize).min(partitions - 1)
+    (u as usize).min(partitions.saturating_sub(1))
 }
 
 /// Arbitrary index rule: the first i with `x < points[i+1]`, else P−1.
 #[inline]
 pub fn arbitrary_index(points: &[f32], x: f32) -> usize {
+    if points.len() < 3 {
+        return 0; // one piece (or an unvalidated list)
+    }
     let p = points.len() - 1;
     // Interior points b_1..b_{P-1}: the index is how many of them are ≤ x.
     points[1..p].partition_point(|&b| b <= x)
@@ -971,6 +977,22 @@ mod tests {
             Breakpoints::uniform(1.0, 1.0, 4),
             Err(Error::EmptyRange { .. })
         ));
+        // hi − lo overflowing f32 is allowed: the index rule's x − lo overflows to +Inf
+        // and such x take the last piece (documented in FORMAT.md, tested bit for bit).
+        let wide = Breakpoints::uniform(-3e38, 3e38, 4).unwrap();
+        assert_eq!(wide.index(1e38), 3);
+        assert_eq!((wide.index(-2e38), wide.index(-1e38)), (0, 1));
+        // Unvalidated variants: accessors do not panic, and Table::new rejects them.
+        let empty = Breakpoints::Arbitrary(vec![]);
+        assert!(empty.lo().is_nan() && empty.hi().is_nan());
+        assert_eq!(empty.index(0.5), 0);
+        let zero = Breakpoints::Uniform {
+            lo: 0.0,
+            hi: 1.0,
+            partitions: 0,
+        };
+        assert_eq!(zero.index(0.5), 0);
+        assert!(Table::new(empty, 0, vec![], vec![], Tail::Clamp, Tail::Clamp).is_err());
         assert!(matches!(
             Breakpoints::uniform(0.0, 1.0, 0),
             Err(Error::ZeroPartitions)

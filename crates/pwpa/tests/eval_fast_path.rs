@@ -586,6 +586,24 @@ fn length_mismatch_is_an_error() {
         }
     ));
     assert!(err.to_string().contains('5'), "{err}");
+    // grad_mul names its three buffers.
+    let err = ev
+        .grad_mul(&[1.0f32; 4], &[1.0f32; 3], &mut out)
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        pwpa::Error::GradLengthMismatch {
+            x: 4,
+            grad: 3,
+            output: 4
+        }
+    ));
+    assert!(err.to_string().contains("grad 3"), "{err}");
+    let err = ev.grad_mul_in_place(&[1.0f32; 5], &mut out).unwrap_err();
+    assert!(
+        matches!(err, pwpa::Error::GradLengthMismatch { x: 5, grad: 4, .. }),
+        "{err}"
+    );
 }
 
 #[test]

@@ -141,13 +141,39 @@ impl Backend {
 }
 
 /// A table prepared for fast evaluation.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Evaluator {
     table: Table,
     prepared: Prepared,
     parallelism: Parallelism,
     backend: Backend,
     luts: Luts,
+}
+
+/// A summary: the table's shape, the backend and parallelism, and which 16-bit result
+/// tables are built (their 65,536 entries and the prepared rows are not printed).
+impl std::fmt::Debug for Evaluator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let built = |l: &OnceLock<Box<[u16]>>| l.get().is_some();
+        f.debug_struct("Evaluator")
+            .field("partitions", &self.table.partitions())
+            .field("degree", &self.table.degree())
+            .field("backend", &self.backend)
+            .field("parallelism", &self.parallelism)
+            .field(
+                "luts_built",
+                &format_args!(
+                    "f16->f16 {}, f16->bf16 {}, bf16->f16 {}, bf16->bf16 {}, f16->f32 {}, bf16->f32 {}",
+                    built(&self.luts.to16[0][0]),
+                    built(&self.luts.to16[0][1]),
+                    built(&self.luts.to16[1][0]),
+                    built(&self.luts.to16[1][1]),
+                    self.luts.to32[0].get().is_some(),
+                    self.luts.to32[1].get().is_some()
+                ),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 /// Every result for a 16-bit input type, built on first use:
@@ -271,7 +297,7 @@ impl Evaluator {
     /// rounded in f32 and then once to `G` — bit-identical to [`Table::grad_mul`]
     /// element by element. With `table` = f′ this is the vector-Jacobian product of f,
     /// in one pass over x and grad (no f′(x) buffer). A length mismatch is
-    /// [`Error::LengthMismatch`].
+    /// [`Error::GradLengthMismatch`].
     pub fn grad_mul<T: Element, G: Element>(
         &self,
         x: &[T],
@@ -279,12 +305,9 @@ impl Evaluator {
         out: &mut [G],
     ) -> Result<()> {
         if x.len() != out.len() || grad.len() != out.len() {
-            return Err(Error::LengthMismatch {
-                input: if x.len() != out.len() {
-                    x.len()
-                } else {
-                    grad.len()
-                },
+            return Err(Error::GradLengthMismatch {
+                x: x.len(),
+                grad: grad.len(),
                 output: out.len(),
             });
         }
@@ -296,8 +319,9 @@ impl Evaluator {
     /// [`Evaluator::grad_mul`] writing over `grad`: `grad[i] = grad[i] · table(x[i])`.
     pub fn grad_mul_in_place<T: Element, G: Element>(&self, x: &[T], grad: &mut [G]) -> Result<()> {
         if x.len() != grad.len() {
-            return Err(Error::LengthMismatch {
-                input: x.len(),
+            return Err(Error::GradLengthMismatch {
+                x: x.len(),
+                grad: grad.len(),
                 output: grad.len(),
             });
         }
