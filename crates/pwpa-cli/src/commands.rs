@@ -4,6 +4,8 @@ use std::fmt::Write as _;
 use std::io::Write as IoWrite;
 use std::path::{Path, PathBuf};
 
+use pwpa::metrics::Num;
+
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use pwpa::fit::{ErrorMeasure, FitOptions, Goal, Method, Placement};
@@ -59,7 +61,7 @@ pub fn functions(a: &FunctionsArgs) -> Result<()> {
         .max(11);
     let ranges: Vec<String> = rows
         .iter()
-        .map(|r| format!("[{}, {}]", r.range[0], r.range[1]))
+        .map(|r| format!("[{}, {}]", Num(r.range[0]), Num(r.range[1])))
         .collect();
     let rw = ranges.iter().map(|r| r.len()).max().unwrap_or(0).max(13);
     let lw = rows
@@ -152,8 +154,8 @@ impl Summary {
             self.function.as_deref().unwrap_or("(none recorded)"),
             self.partitions,
             self.breakpoints,
-            self.range[0],
-            self.range[1],
+            Num(self.range[0] as f64),
+            Num(self.range[1] as f64),
             self.degree,
             self.left_tail,
             self.right_tail,
@@ -223,7 +225,7 @@ struct FitResultOut {
     measure: &'static str,
     /// Max error of the f64 pieces before rounding to f32.
     fitted_error: f64,
-    /// Max error of the f32 table on the dense range sweep (2^20 points, 32 per piece and the breakpoints).
+    /// Max error of the f32 table on the dense range sweep (2^20 evenly spaced points, 2^18 in f32 order, 32 per piece and the breakpoints).
     verified_error: f64,
     verified_abs_error: f64,
     /// Largest jump between neighbouring pieces at interior breakpoints.
@@ -495,7 +497,10 @@ pub fn fit(a: &FitArgs) -> Result<()> {
             Target::from_samples(xs, ys)
                 .with_context(|| format!("cannot use samples from {}", path.display()))?
         }
-        (Some(spec), None) => Target::parse(spec)?,
+        (Some(spec), None) => Target::parse(spec).map_err(|e| match file_hint(spec) {
+            Some(hint) => anyhow::anyhow!("{e}; {hint}"),
+            None => e.into(),
+        })?,
         (None, None) => bail!("give a function, an expression or --samples FILE"),
     };
     if let Some(out) = &a.output {
@@ -616,6 +621,29 @@ pub fn recorded_target(table: &Table) -> std::result::Result<Target, String> {
             format!("the table's function cannot be evaluated ({e}); pass --function NAME|EXPR")
         }),
         None => Err("the table records no function; pass --function NAME|EXPR".into()),
+    }
+}
+
+/// A hint for a FUNC|EXPR argument that names a file (`pwpa fit data.csv`, with
+/// `--samples` forgotten; `pwpa fit gelu.json`, a table given to fit).
+fn file_hint(spec: &str) -> Option<String> {
+    let path = Path::new(spec);
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("json") => Some(format!(
+            "'{spec}' looks like a table file: `pwpa info {spec}` reports on it, and \
+             `pwpa fit` takes a function name, an expression or --samples FILE"
+        )),
+        Some("csv" | "npy" | "txt") => Some(format!(
+            "'{spec}' looks like a file of samples: pass it as --samples {spec}"
+        )),
+        _ if path.is_file() => Some(format!(
+            "'{spec}' is a file: for sampled data pass it as --samples {spec}"
+        )),
+        _ => None,
     }
 }
 

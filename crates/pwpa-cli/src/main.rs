@@ -158,19 +158,39 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
-fn main() -> ExitCode {
-    // A bug must still end in one `error:` line, not a backtrace.
-    std::panic::set_hook(Box::new(|info| {
-        eprintln!("error: internal error (a bug in pwpa, please report it): {info}");
-    }));
-    // Ctrl-C, SIGTERM (`timeout`, job schedulers) or SIGHUP (a closed terminal) while an
-    // output file is being written: remove its temporary file, so an interrupted command
-    // leaves nothing behind, then exit as interrupted.
+/// Ctrl-C, SIGTERM (`timeout`, job schedulers) or SIGHUP (a closed terminal) while an
+/// output file is being written: remove its temporary file, so an interrupted command
+/// leaves nothing behind, then exit as the signal's default action would report it
+/// (128 + the signal's number: 130, 143, 129).
+#[cfg(unix)]
+fn on_interrupt() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            pwpa::format::remove_pending_temp_files();
+            eprintln!("error: interrupted");
+            std::process::exit(128 + sig);
+        }
+    });
+}
+#[cfg(not(unix))]
+fn on_interrupt() {
     let _ = ctrlc::set_handler(|| {
         pwpa::format::remove_pending_temp_files();
         eprintln!("error: interrupted");
         std::process::exit(130);
     });
+}
+
+fn main() -> ExitCode {
+    // A bug must still end in one `error:` line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("error: internal error (a bug in pwpa, please report it): {info}");
+    }));
+    on_interrupt();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -166,13 +166,23 @@ pub fn parse_npy(bytes: &[u8]) -> Result<Array> {
     })
 }
 
+/// A file that is not .npy at all (as opposed to a .npy file pwpa cannot use).
+#[derive(Debug)]
+struct NoMagic;
+impl std::fmt::Display for NoMagic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("it does not start with the .npy magic string \\x93NUMPY")
+    }
+}
+impl std::error::Error for NoMagic {}
+
 /// Reads a `.npy` header from `r`, leaving it at the first data byte; also the bytes
 /// read (the data's offset in the file).
 fn read_header(r: &mut dyn Read) -> Result<(Header, u64)> {
     let mut pre = [0u8; 10];
     let got = read_full(r, &mut pre)?;
     if got < 10 || &pre[..6] != MAGIC {
-        bail!("it does not start with the .npy magic string \\x93NUMPY");
+        return Err(NoMagic.into());
     }
     let (major, minor) = (pre[6], pre[7]);
     let mut start = 10u64;
@@ -297,13 +307,19 @@ impl ArrayReader {
         let (mut reader, size) = open_input(path)?;
         // (`pwpa eval` reads standard input and names without .bin/.raw as .npy, even
         // with --dtype.)
-        let what = || {
-            format!(
-                "{name} is not a usable .npy file (for raw little-endian values, pass --raw \
-                 with --dtype f32|f16|bf16)"
-            )
-        };
-        let (h, start) = read_header(&mut reader).with_context(what)?;
+        // The --raw hint only for a file that is not .npy at all: following it on a real
+        // .npy (big-endian, Fortran order, truncated) would read its header as data.
+        let what = || format!("{name} is not a usable .npy file");
+        let (h, start) = read_header(&mut reader).map_err(|e| {
+            if e.downcast_ref::<NoMagic>().is_some() {
+                e.context(format!(
+                    "{name} is not a .npy file (for raw little-endian values, pass --raw \
+                     with --dtype f32|f16|bf16)"
+                ))
+            } else {
+                e.context(what())
+            }
+        })?;
         let nbytes = data_bytes(&h).with_context(what)?;
         if let Some(size) = size {
             check_data_len(&h, nbytes, size.saturating_sub(start)).with_context(what)?;

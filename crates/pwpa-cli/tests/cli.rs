@@ -699,6 +699,17 @@ fn unknown_function_and_bad_expression() {
         &["sin(("],
         &[],
     );
+    // A file given as the function: a samples file (--samples forgotten), a table.
+    fails(
+        &pwpa(&["fit", "data.csv", "-o", p(&out)]),
+        &["looks like a file of samples", "--samples data.csv"],
+        &[&out],
+    );
+    fails(
+        &pwpa(&["fit", p(&t), "-o", p(&out)]),
+        &["looks like a table file", "pwpa info"],
+        &[&out],
+    );
     no_temp_files(d.tmp.path());
 }
 
@@ -723,7 +734,10 @@ fn bad_arrays_are_rejected() {
     fails(&run(&x, &[]), &["<i4", "integer"], &[&y]);
     let x = d.path("be.npy");
     write_npy(&x, ">f4", &[2], &[0u8; 8]);
-    fails(&run(&x, &[]), &["big-endian"], &[&y]);
+    let o = run(&x, &[]);
+    fails(&o, &["big-endian"], &[&y]);
+    // A real .npy file gets no --raw hint: following it would read the header as data.
+    assert!(!stderr(&o).contains("--raw"), "{}", stderr(&o));
     // Truncated data and extra bytes.
     let x = d.path("trunc.npy");
     write_npy(&x, "<f4", &[4], &[0u8; 14]);
@@ -734,7 +748,7 @@ fn bad_arrays_are_rejected() {
     // Malformed headers.
     let x = d.path("magic.npy");
     std::fs::write(&x, b"NUMPY\x01\x00garbage").unwrap();
-    fails(&run(&x, &[]), &["magic"], &[&y]);
+    fails(&run(&x, &[]), &["magic", "not a .npy file", "--raw"], &[&y]);
     let x = d.path("hdr.npy");
     let mut b = b"\x93NUMPY\x01\x00".to_vec();
     b.extend_from_slice(&200u16.to_le_bytes());
@@ -1944,11 +1958,7 @@ fn raw_standard_input_without_raw_hints_at_it() {
         &["eval", p(&tp), "-i", "-", "--dtype", "f32", "-o", p(&y)],
         &f32_bytes(&[1.0, 2.0]),
     );
-    fails(
-        &o,
-        &["standard input is not a usable .npy file", "--raw"],
-        &[&y],
-    );
+    fails(&o, &["standard input is not a .npy file", "--raw"], &[&y]);
 }
 
 #[test]
@@ -2081,7 +2091,14 @@ fn interrupted_eval_leaves_no_file(sig: &str) {
     assert!(k.success());
     let o = child.wait_with_output().unwrap();
     drop(stdin);
-    assert_eq!(o.status.code(), Some(130), "SIG{sig}: {}", stderr(&o));
+    // 128 + the signal's number, as the shell reports a process the signal ended.
+    let want = match sig {
+        "INT" => 130,
+        "TERM" => 143,
+        "HUP" => 129,
+        _ => unreachable!("{sig}"),
+    };
+    assert_eq!(o.status.code(), Some(want), "SIG{sig}: {}", stderr(&o));
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
     assert!(!y.exists());
     no_temp_files(d.tmp.path());
