@@ -12,7 +12,9 @@
 //! use pwpa::{bf16, Evaluator, Layout, Target};
 //!
 //! # fn main() -> pwpa::Result<()> {
-//! let gelu = Target::parse("gelu")?; // or an expression: Target::parse("x*sigmoid(x)")
+//! // A catalogue function; also an expression, Target::parse("x*sigmoid(x)"), or a
+//! // Rust function, Target::from_fn("f", |x| x * x).
+//! let gelu = Target::parse("gelu")?;
 //! let opts = FitOptions { partitions: 32, degree: 3, ..Default::default() };
 //! let table = fit(&gelu, &opts, &|_| {})?;
 //! let r = report(&table, &gelu, &ReportOptions::default());

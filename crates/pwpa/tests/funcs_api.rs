@@ -785,3 +785,45 @@ fn deeply_nested_expressions_are_errors_not_stack_overflows() {
         .join()
         .unwrap();
 }
+
+#[test]
+fn a_rust_function_is_a_target_for_fits_reports_and_exhaustive_checks() {
+    use pwpa::fit::{fit_report, FitOptions};
+    use pwpa::metrics::{exhaustive, range_points, report, ReportOptions};
+    use pwpa::DType;
+    let half_tanh = Target::from_fn("half_tanh", |x: f64| 0.5 * x.tanh());
+    assert_eq!(half_tanh.name(), "half_tanh");
+    assert_eq!(half_tanh.default_range(), (-8.0, 8.0));
+    assert_eq!(half_tanh.eval(1.0), 0.5 * 1f64.tanh());
+    let o = fit_report(&half_tanh, &FitOptions::default(), &|_| {}).unwrap();
+    assert_eq!(o.table.meta["function"], "half_tanh");
+    // The same arithmetic as an expression: the reports agree to the bit.
+    let expr = Target::parse("0.5*tanh(x)").unwrap();
+    let opts = ReportOptions {
+        dtype: DType::BF16,
+        ..ReportOptions::default()
+    };
+    let (a, b) = (
+        report(&o.table, &half_tanh, &opts),
+        report(&o.table, &expr, &opts),
+    );
+    assert_eq!(a.in_range.max_abs, b.in_range.max_abs);
+    assert_eq!(a.in_range.max_ulp, b.in_range.max_ulp);
+    let (ea, eb) = (
+        exhaustive::<bf16>(&o.table, &half_tanh, None),
+        exhaustive::<bf16>(&o.table, &expr, None),
+    );
+    assert_eq!(
+        (ea.correctly_rounded, ea.inputs),
+        (eb.correctly_rounded, eb.inputs)
+    );
+    assert!(ea.inputs > 60_000);
+    // And independently: max |table − ½tanh| over the report's own points, f32 output.
+    let r = report(&o.table, &half_tanh, &ReportOptions::default());
+    let want = range_points(&o.table, ReportOptions::default().samples)
+        .iter()
+        .map(|&x| (o.table.eval_f32(x) as f64 - 0.5 * (x as f64).tanh()).abs())
+        .fold(0.0, f64::max);
+    assert_eq!(r.in_range.max_abs, want);
+    assert!(want < 1e-4, "{want:e}");
+}

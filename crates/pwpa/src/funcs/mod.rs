@@ -357,7 +357,8 @@ pub fn lookup(name: &str) -> Option<&'static Function> {
     CATALOGUE.iter().find(|f| f.name == name)
 }
 
-/// What a table approximates: a catalogue function, an expression in x, or samples.
+/// What a table approximates: a catalogue function, an expression in x, samples, or
+/// a Rust function.
 #[derive(Clone, Debug)]
 pub enum Target {
     /// A catalogue function.
@@ -366,6 +367,24 @@ pub enum Target {
     Expression(Box<Expression>),
     /// Sampled data, PCHIP-interpolated.
     Samples(Box<Samples>),
+    /// A Rust function ([`Target::from_fn`]).
+    Custom(Custom),
+}
+
+/// A named Rust function f64 → f64 as a [`Target`]: fits, error reports and exhaustive
+/// checks against it work as against a catalogue function.
+#[derive(Clone)]
+pub struct Custom {
+    name: String,
+    f: std::sync::Arc<dyn Fn(f64) -> f64 + Send + Sync>,
+}
+
+impl std::fmt::Debug for Custom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Custom")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Points scanned by [`Target::check_finite`] (besides the end points).
@@ -413,7 +432,22 @@ impl Target {
             Target::Catalogue(f) => f.name.to_string(),
             Target::Expression(e) => e.text().to_string(),
             Target::Samples(s) => s.name().to_string(),
+            Target::Custom(c) => c.name.clone(),
         }
+    }
+
+    /// A Rust function with a name (used in reports and a fitted table's `meta`; a
+    /// table records it but cannot evaluate it after loading, so `pwpa info` needs
+    /// `--function`). Default range [−8, 8] and Extend tails, as for an expression; f
+    /// should be accurate to a few f64 ulps, as the catalogue's references are.
+    pub fn from_fn(
+        name: impl Into<String>,
+        f: impl Fn(f64) -> f64 + Send + Sync + 'static,
+    ) -> Target {
+        Target::Custom(Custom {
+            name: name.into(),
+            f: std::sync::Arc::new(f),
+        })
     }
 
     /// Samples from a `.npy` file: an (N, 2) array of (x, y) rows or a (2, N) array,
@@ -447,6 +481,7 @@ impl Target {
             Target::Catalogue(f) => (f.eval)(x),
             Target::Expression(e) => e.eval(x),
             Target::Samples(s) => s.eval(x),
+            Target::Custom(c) => (c.f)(x),
         }
     }
 
@@ -455,7 +490,7 @@ impl Target {
     pub fn default_range(&self) -> (f64, f64) {
         match self {
             Target::Catalogue(f) => f.range,
-            Target::Expression(_) => (-8.0, 8.0),
+            Target::Expression(_) | Target::Custom(_) => (-8.0, 8.0),
             Target::Samples(s) => (s.xs()[0], *s.xs().last().expect("≥ 2 samples")),
         }
     }
@@ -465,18 +500,19 @@ impl Target {
     pub fn default_tails(&self) -> (Tail, Tail) {
         match self {
             Target::Catalogue(f) => (f.left.clone(), f.right.clone()),
-            Target::Expression(_) => (Tail::Extend, Tail::Extend),
+            Target::Expression(_) | Target::Custom(_) => (Tail::Extend, Tail::Extend),
             Target::Samples(_) => (Tail::Clamp, Tail::Clamp),
         }
     }
 
     /// Whether f decays exponentially to 0 toward (left, right): the catalogue's
-    /// flags; for an expression, [`Target::detect_decay`] beyond its default range;
+    /// flags; for an expression or a Rust function, [`Target::detect_decay`] beyond its
+    /// default range;
     /// never for samples (constant beyond the data).
     pub fn decays(&self) -> (bool, bool) {
         match self {
             Target::Catalogue(f) => (f.left_decay, f.right_decay),
-            Target::Expression(_) => {
+            Target::Expression(_) | Target::Custom(_) => {
                 let (lo, hi) = self.default_range();
                 self.detect_decay(lo, hi)
             }
