@@ -1493,12 +1493,27 @@ impl CudaTable {
         // 712–713); one warp per tile lost throughput (368 against copy's 377 Gelem/ms; tanh
         // with tickets per warp the same), a block per tile stalls the block on compaction's
         // uneven work. Not measured on faster devices: one warp there.
+        // Tables with exp2 tails on both sides (exp, exp2: the core is the minority that
+        // compaction gathers) take a tile per warp: measured on an H100 (2026-11-27,
+        // sessions 20 and 21, fixed_cost.py, f32, N(0, 16), 2^28, µs, warps per tile
+        // 4 → 1 | 8; copy 712–713): exp 749–752 → 738.6 (session 20), exp 750.3–751.2 →
+        // 738.3–738.4 | 766.6–769.0, exp2 751.3 → 738.2–738.3 | 767.5–769.4 (session 21,
+        // two rounds), while gelu (one exp2 tail) 727.3–727.4 → 740.3 | 730.1–731.2 keeps 4.
+        // (Session 19's build had measured exp faster with more warps per tile.)
+        let both_exp2 = self.tails.0 == 3 && self.tails.1 == 3;
         let gw = if wsub == 0 {
             1
         } else if group_tiles {
             group_gw
         } else {
-            warp_group(block, if compact && !fast_f32 { 4 } else { 1 })
+            warp_group(
+                block,
+                if compact && !fast_f32 && !both_exp2 {
+                    4
+                } else {
+                    1
+                },
+            )
         };
         let rec_smem = if smem_rec { rec_r(repl, replt) } else { 0 };
         let idx = self.idx_bytes(crepl);
