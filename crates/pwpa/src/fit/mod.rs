@@ -728,7 +728,8 @@ const USELESS_POINTS: usize = 4097;
 /// the inputs crowd near 0; under absolute error any table is farther than 0 where |f| is
 /// below its error, so that count would flag gelu's good fits): the fit is useless there,
 /// typically because f spans many orders of magnitude (exp over its whole f32 domain with
-/// an absolute error measure, tanh on [−1e30, 1e30] with two pieces). None otherwise.
+/// an absolute error measure, sqrt on [1e-20, 1e6] with 4 pieces and relative error). None
+/// otherwise.
 fn useless_warning(
     table: &Table,
     f: &(dyn Fn(f64) -> f64 + Sync),
