@@ -563,7 +563,7 @@ pub fn fit(a: &FitArgs) -> Result<()> {
     writeln!(s, "\n{report}")?;
     crate::emit_beside(a.output.as_deref(), &s)?;
     if let Some(out) = &a.output {
-        eprintln!("wrote {}", out.display());
+        eprintln!("wrote {}", crate::shown(out));
     }
     Ok(())
 }
@@ -844,11 +844,7 @@ pub fn eval(a: &EvalArgs) -> Result<()> {
     };
     check_output_dir(&a.output)?;
     let ev = Evaluator::new(&table);
-    let out_name = if a.output.as_os_str() == "-" {
-        "standard output".to_string()
-    } else {
-        a.output.display().to_string()
-    };
+    let out_name = crate::shown(&a.output);
     let mut n = 0;
     crate::write_output_with(&a.output, |w| {
         if let Some(h) = &header {

@@ -83,7 +83,7 @@ pub fn run(a: &ExportArgs) -> Result<()> {
     // On stderr: the output may be /dev/stdout.
     eprintln!(
         "wrote {} ({})",
-        a.output.display(),
+        crate::shown(&a.output),
         match format {
             ExportFormat::C => "C header",
             ExportFormat::Memh => "$readmemh image",

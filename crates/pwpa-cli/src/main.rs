@@ -59,6 +59,15 @@ pub(crate) fn emit(text: &str) -> Result<()> {
     }
 }
 
+/// An output path as the status lines name it: "standard output" for `-`.
+pub(crate) fn shown(path: &std::path::Path) -> String {
+    if path.as_os_str() == "-" {
+        "standard output".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// Whether `path` names this process's standard output: `-`, or the same pipe, terminal
 /// or file as stdout (`/dev/stdout`, `/dev/fd/1`, a file stdout is redirected to).
 pub(crate) fn is_stdout(path: &std::path::Path) -> bool {

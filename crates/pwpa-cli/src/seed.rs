@@ -337,7 +337,10 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
             };
             crate::write_output(&a.output, pwpa::format::to_json(&table, layout).as_bytes())?;
             let name = if layout == Layout::Aos { "aos" } else { "soa" };
-            eprintln!("wrote {} (pwpa table, {name} layout)", a.output.display());
+            eprintln!(
+                "wrote {} (pwpa table, {name} layout)",
+                crate::shown(&a.output)
+            );
         }
         To::Seed => {
             let (coeffs, points, exact) = table.to_seed()?;
@@ -385,13 +388,13 @@ pub fn convert(a: &ConvertArgs) -> Result<()> {
                 }
                 eprintln!(
                     "wrote {} (seed coefficients) and {} (partition points)",
-                    a.output.display(),
-                    pts_path.display()
+                    crate::shown(&a.output),
+                    crate::shown(pts_path)
                 );
             } else {
                 let text = seed_json(&coeffs, &points, table.degree());
                 crate::write_output(&a.output, text.as_bytes())?;
-                eprintln!("wrote {} (seed format)", a.output.display());
+                eprintln!("wrote {} (seed format)", crate::shown(&a.output));
             }
         }
     }

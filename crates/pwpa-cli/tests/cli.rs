@@ -1598,7 +1598,12 @@ fn output_to_stdout_carries_only_the_data() {
         let t = pwpa::format::from_json(&stdout(&o)).unwrap().0;
         assert_eq!(t.partitions(), 4);
         assert!(stderr(&o).contains("max abs error"), "{}", stderr(&o));
-        assert!(stderr(&o).contains(&format!("wrote {out}")));
+        let want = if out == "-" { "standard output" } else { out };
+        assert!(
+            stderr(&o).contains(&format!("wrote {want}")),
+            "{}",
+            stderr(&o)
+        );
     }
     let tp = d.table("t.json", &sample_table(), Layout::Aos);
     let xs: Vec<f32> = (0..100).map(|i| i as f32 * 0.1 - 5.0).collect();
@@ -1609,13 +1614,44 @@ fn output_to_stdout_carries_only_the_data() {
     let t = sample_table();
     let want: Vec<f32> = xs.iter().map(|&v| t.eval_f32(v)).collect();
     assert_eq!(o.stdout, f32_bytes(&want), "exactly the raw f32 results");
+    assert!(
+        stderr(&o).contains("wrote standard output"),
+        "{}",
+        stderr(&o)
+    );
     let o = pwpa(&["convert", p(&tp), "--to", "soa", "-o", "-"]);
     ok(&o);
     assert_eq!(pwpa::format::from_json(&stdout(&o)).unwrap().1, Layout::Soa);
+    assert!(
+        stderr(&o).contains("wrote standard output"),
+        "{}",
+        stderr(&o)
+    );
     let o = pwpa(&["export", p(&tp), "-o", "-", "--format", "c"]);
     ok(&o);
+    assert!(
+        stderr(&o).contains("wrote standard output"),
+        "{}",
+        stderr(&o)
+    );
     let h = stdout(&o);
     assert!(h.starts_with("/*") && h.contains("#endif /* PWPA_"), "{h}");
+}
+
+#[test]
+fn an_output_directory_that_takes_no_files_is_named() {
+    // /proc exists, but nothing can be created in it: the error said only "No such file
+    // or directory" for a directory that exists.
+    if !std::path::Path::new("/proc/self").is_dir() {
+        eprintln!("skipped: no /proc");
+        return;
+    }
+    let o = pwpa(&["fit", "tanh", "-P", "2", "-o", "/proc/pwpa-test.json"]);
+    fails(
+        &o,
+        &["cannot create a temporary file beside /proc/pwpa-test.json"],
+        &[],
+    );
 }
 
 #[test]

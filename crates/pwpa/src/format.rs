@@ -410,8 +410,10 @@ pub fn write_atomic_with<E: From<Error>>(
         .file_name()
         .ok_or_else(|| Error::InvalidArgument(format!("not a file path: {}", path.display())))?;
     let tmp = TempFile::new(&dir, &name.to_string_lossy(), "");
-    let file =
-        std::fs::File::create_new(tmp.path()).map_err(|e| Error::io("cannot write", path, e))?;
+    // The temporary file beside the output is the first thing created: say so, since
+    // its error names neither (/proc exists, but nothing can be created in it: ENOENT).
+    let file = std::fs::File::create_new(tmp.path())
+        .map_err(|e| Error::io("cannot create a temporary file beside", path, e))?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
     write(&mut w)?;
     let file = w
