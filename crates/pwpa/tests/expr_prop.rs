@@ -27,6 +27,9 @@ fn f1(name: &str, a: f64) -> f64 {
         "sin" => a.sin(),
         "tanh" => a.tanh(),
         "abs" => a.abs(),
+        // e^a / (1 + e^a) below 0: 1 / (1 + e^-a) underflows to 0 below a = −709, where
+        // sigmoid is an f64 subnormal (sigmoid(min(x^7, x)) at x = −2.556, CI 2026-11-27).
+        "sigmoid" if a < 0.0 => a.exp() / (1.0 + a.exp()),
         "sigmoid" => 1.0 / (1.0 + (-a).exp()),
         "atan" => a.atan(),
         "cos" => a.cos(),
