@@ -697,13 +697,17 @@ impl std::fmt::Display for ErrorReport {
         writeln!(
             f,
             "  left tail ({}), x < {} ({} points to -Inf):",
-            self.left_tail.policy, self.range.0, self.left_tail.stats.points
+            self.left_tail.policy,
+            Num(self.range.0),
+            self.left_tail.stats.points
         )?;
         fmt_sweep(f, &self.left_tail.stats, self.dtype)?;
         writeln!(
             f,
             "  right tail ({}), x > {} ({} points to +Inf):",
-            self.right_tail.policy, self.range.1, self.right_tail.stats.points
+            self.right_tail.policy,
+            Num(self.range.1),
+            self.right_tail.stats.points
         )?;
         fmt_sweep(f, &self.right_tail.stats, self.dtype)?;
         if let Some(x) = &self.exhaustive {

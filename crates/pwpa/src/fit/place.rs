@@ -3,7 +3,7 @@
 
 use super::poly::{fit_piece, PieceFit, PieceSpec};
 use super::verify;
-use super::{f32_key, f32_of_key, Ctx, Pieces, Progress};
+use super::{f32_key, Ctx, Pieces, Progress};
 use crate::element::DType;
 use crate::error::{Error, Result};
 use crate::table::{horner, Breakpoints, Table};
@@ -240,47 +240,21 @@ fn split_points(ctx: &Ctx, p: usize, d: usize) -> Result<Vec<f64>> {
             break;
         }
         // Scale-free: the geometric mean of a piece that spans a factor above 4 on one
-        // side of 0 (the midpoint took 63 halvings from 1e6 down to 1e-13). A piece that
-        // ends at or spans 0 is split at its midpoint, unless that leaves the worse half
-        // as wrong as the piece (within 1 %) and the middle f32 value by order, which
-        // divides it by decades, leaves a worse half with fewer f32 values (tanh on
-        // [−1e30, 1e30]: halving [0, 1e30] took 100 splits to reach 1).
-        let split = |m: f64| -> Option<(f64, f64, f64, u64)> {
-            let m = m as f32 as f64;
-            if !(m > a && m < b) {
-                return None;
-            }
-            let (el, er) = (err(a, m), err(m, b));
-            let span = if el >= er {
-                f32_values_in(a as f32, m as f32)
-            } else {
-                f32_values_in(m as f32, b as f32)
-            };
-            Some((m, el, er, span))
-        };
-        let chosen = if a > 0.0 && b > 4.0 * a {
-            split((a * b).sqrt())
+        // side of 0 (the arithmetic midpoint took 63 halvings from 1e6 down to 1e-13).
+        let m = if a > 0.0 && b > 4.0 * a {
+            (a * b).sqrt()
         } else if b < 0.0 && a < 4.0 * b {
-            split(-(a * b).sqrt())
+            -(a * b).sqrt()
         } else {
-            let mid = split(0.5 * (a + b));
-            let stalled = mid.is_none_or(|(_, el, er, _)| el.max(er) >= 0.99 * e);
-            if a <= 0.0 && b >= 0.0 && stalled {
-                let (ka, kb) = (f32_key(a as f32), f32_key(b as f32));
-                match (mid, split(f32_of_key(ka + (kb - ka) / 2) as f64)) {
-                    (Some(x), Some(y)) => Some(if y.3 < x.3 { y } else { x }),
-                    (x, y) => x.or(y),
-                }
-            } else {
-                mid
-            }
+            0.5 * (a + b)
         };
-        let Some((m, el, er, _)) = chosen else {
+        let m = m as f32 as f64;
+        if !(m > a && m < b) {
             pieces[i].2 = -1.0;
             continue;
-        };
-        pieces[i] = (a, m, el);
-        pieces.insert(i + 1, (m, b, er));
+        }
+        pieces[i] = (a, m, err(a, m));
+        pieces.insert(i + 1, (m, b, err(m, b)));
     }
     let mut pts: Vec<f64> = pieces.iter().map(|&(a, _, _)| a).collect();
     pts.push(hi);
