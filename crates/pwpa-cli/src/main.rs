@@ -59,9 +59,10 @@ pub(crate) fn emit(text: &str) -> Result<()> {
     }
 }
 
-/// An output path as the status lines name it: "standard output" for `-`.
+/// An output path as the status lines name it: "standard output" for `-` and for a path
+/// that is this process's standard output (`/dev/stdout`).
 pub(crate) fn shown(path: &std::path::Path) -> String {
-    if path.as_os_str() == "-" {
+    if is_stdout(path) {
         "standard output".to_string()
     } else {
         path.display().to_string()

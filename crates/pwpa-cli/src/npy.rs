@@ -216,7 +216,7 @@ fn read_header(r: &mut dyn Read) -> Result<(Header, u64)> {
 fn check_data_len(h: &Header, nbytes: u64, have: u64) -> Result<()> {
     if have < nbytes {
         bail!(
-            "truncated data: shape {:?} of {} needs {} bytes, the file has {}",
+            "truncated data: shape {:?} of {} needs {} bytes, the file has {} after its header",
             h.shape,
             h.dtype,
             nbytes,

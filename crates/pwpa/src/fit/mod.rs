@@ -672,7 +672,7 @@ pub fn fit_function(
         if verified_every_f32 {
             "every f32 input of the range"
         } else {
-            "2^20 points of the range, 32 in each piece and the breakpoints"
+            "2^20 points of the range, 2^18 in f32 order, 32 in each piece and the breakpoints"
         }
         .into(),
     );

@@ -439,7 +439,10 @@ impl Target {
     /// A Rust function with a name (used in reports and a fitted table's `meta`; a
     /// table records it but cannot evaluate it after loading, so `pwpa info` needs
     /// `--function`). Default range [−8, 8] and Extend tails, as for an expression; f
-    /// should be accurate to a few f64 ulps, as the catalogue's references are.
+    /// should be accurate to a few f64 ulps, as the catalogue's references are. A NaN or
+    /// infinite value in the fit range is an error naming x; a panic in f propagates out
+    /// of the fit, report or check that called it (on a rayon worker, re-raised in the
+    /// caller's thread).
     pub fn from_fn(
         name: impl Into<String>,
         f: impl Fn(f64) -> f64 + Send + Sync + 'static,
