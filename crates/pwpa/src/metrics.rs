@@ -765,14 +765,8 @@ pub fn range_points(table: &Table, n: usize) -> Vec<f32> {
     // A quarter as many again evenly spaced in f32 order: on a range spanning decades
     // (or 0) most f32 inputs are small, and evenly spaced points skip them (x³ on
     // [−1, 1], relative: 1.72e-7 on the evenly spaced points, 2.36e-7 at a small input).
-    let (ka, kb) = (
-        crate::fit::f32_key(lo) as f64,
-        crate::fit::f32_key(hi) as f64,
-    );
     let m = n / 4;
-    xs.extend((0..m).map(|i| {
-        crate::fit::f32_of_key((ka + (kb - ka) * (i as f64 + 0.5) / m as f64).round() as i64)
-    }));
+    xs.extend((0..m).map(|i| crate::fit::f32_by_order(lo, hi, (i as f64 + 0.5) / m as f64)));
     let pts = bp.points_f64();
     let k = PIECE_SAMPLES.min((1usize << 21) / (pts.len() - 1)).max(1);
     for w in pts.windows(2) {

@@ -601,8 +601,9 @@ pub fn fit_function(
     let max_jump = max_jump(&table);
     let mut in_range = verify::sweep_refs(&table, checked, &refs_in);
     let mut all_finite = verify::sweep_refs(&table, checked, &refs_all);
-    in_range.f64_ties = verify::ties(checked, Some((lo32, hi32)), f);
-    all_finite.f64_ties = verify::ties(checked, None, f);
+    let ties = verify::ties(checked, f);
+    all_finite.f64_ties = ties.len() as u64;
+    in_range.f64_ties = ties.iter().filter(|&&x| x >= lo32 && x <= hi32).count() as u64;
     // Only where they matter: coefficients of high powers that a tiny piece does not need
     // (1/h^k scaling) overflow harmlessly, and the verified error then shows nothing.
     let overflow_matters = verr > 2.0 * pieces.max_error();
@@ -749,11 +750,13 @@ fn useless_warning(
     let by_length = (0..USELESS_POINTS)
         .filter(|&k| worse_than_0((lo as f64 + (hi as f64 - lo as f64) * k as f64 / n) as f32))
         .count();
-    let (ka, kb) = (f32_key(lo) as f64, f32_key(hi) as f64);
-    let by_order = (0..USELESS_POINTS)
-        .filter(|_| measure == ErrorMeasure::Relative)
-        .filter(|&k| worse_than_0(f32_of_key((ka + (kb - ka) * k as f64 / n).round() as i64)))
-        .count();
+    let by_order = if measure == ErrorMeasure::Relative {
+        (0..USELESS_POINTS)
+            .filter(|&k| worse_than_0(f32_by_order(lo, hi, k as f64 / n)))
+            .count()
+    } else {
+        0
+    };
     let (bad, of) = if by_order > by_length {
         (by_order, "the f32 inputs in")
     } else {
@@ -873,6 +876,12 @@ pub(crate) fn f32_of_key(k: i64) -> f32 {
     } else {
         f32::from_bits(k as u32)
     }
+}
+/// The f32 value a fraction `u` ∈ [0, 1] of the way from `lo` to `hi` in f32 order (the
+/// bit patterns' order): points evenly spaced this way follow where the f32 inputs are.
+pub(crate) fn f32_by_order(lo: f32, hi: f32, u: f64) -> f32 {
+    let (ka, kb) = (f32_key(lo) as f64, f32_key(hi) as f64);
+    f32_of_key((ka + (kb - ka) * u).round() as i64)
 }
 
 /// [`dense_error`] over every f32 input of the table's range, where it holds at most

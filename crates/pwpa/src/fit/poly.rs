@@ -416,16 +416,7 @@ pub(crate) fn fit_piece(
             Method::Minimax => remez(&prob),
         }
     };
-    let (c, mut err, mut lb, conv) = result;
-    // Where f is below the relative floor on part of the piece (hardswish's zeros, exp's
-    // f64 underflow), the Remez error includes that part at weight 1/|f| (2.8e283 for
-    // hardswish's rounding noise at 0): report the counted part's error, as the report does.
-    if matches!(measure, ErrorMeasure::Relative)
-        && grid(256).iter().any(|&s| !prob.counted(prob.gw(s).0))
-    {
-        err = max_error(&prob, &c, &grid(4096)).0;
-        lb = lb.min(err);
-    }
+    let (c, err, lb, conv) = result;
     // p(s) → powers of t = x − anchor; s = (t + anchor − m)/h.
     let ps = prob.monomial(&c);
     let mut t = compose_affine(&ps, m - anchor, h);
@@ -652,6 +643,14 @@ fn remez(prob: &Problem) -> (Vec<f64>, f64, f64, bool) {
         Some((c, e, lb)) => {
             let lb = lb.min(e);
             let conv = converged || (e - lb) <= 0.01 * e;
+            // Where f is below the relative floor on part of the piece (hardswish's zeros,
+            // exp's f64 underflow), the levelled error includes that part at weight 1/|f|
+            // (2.8e283 for hardswish's rounding noise at 0): report the counted part's
+            // error, as the report does (least squares' max_error already skips it).
+            if gvals.iter().any(|&(g, _)| !prob.counted(g)) {
+                let e = max_error(prob, &c, &grid(4096)).0;
+                return (c, e, lb.min(e), conv);
+            }
             (c, e, lb, conv)
         }
         None => {

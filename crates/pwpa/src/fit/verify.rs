@@ -84,17 +84,14 @@ pub(crate) fn is_tie(dtype: DType, r: f64) -> bool {
     v.is_finite() && r == 0.5 * (uv + v)
 }
 
-/// The inputs of [`inputs`]`(dtype, range)` whose f64 value of f is a tie ([`is_tie`]).
-pub(crate) fn ties(
-    dtype: DType,
-    range: Option<(f32, f32)>,
-    f: &(dyn Fn(f64) -> f64 + Sync),
-) -> u64 {
+/// The finite inputs of `dtype` (as [`inputs`]) whose f64 value of f is a tie
+/// ([`is_tie`]); a range's count is those inside it.
+pub(crate) fn ties(dtype: DType, f: &(dyn Fn(f64) -> f64 + Sync)) -> Vec<f32> {
     use rayon::prelude::*;
-    inputs(dtype, range)
-        .par_iter()
-        .filter(|&&x| is_tie(dtype, f(x as f64)))
-        .count() as u64
+    inputs(dtype, None)
+        .into_par_iter()
+        .filter(|&x| is_tie(dtype, f(x as f64)))
+        .collect()
 }
 
 /// Distance between two 16-bit float patterns in ULPs (±0 equal; NaN is maximal).
