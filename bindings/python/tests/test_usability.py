@@ -239,9 +239,12 @@ def test_report_samples_are_checked():
         with pytest.raises(pwpa.ArgumentError, match="samples must be an integer"):
             t.report(samples=bad)
     # 1000 evenly spaced points, 250 evenly spaced in f32 order, 32 inside each of the 4
-    # pieces, and the breakpoints and their neighbours (without duplicates).
-    n = t.report(samples=1000)["in_range"]["points"]
+    # pieces, and the breakpoints and their neighbours (without duplicates); then the
+    # points added near the sweep's peaks and the zeros of f, counted apart.
+    r = t.report(samples=1000)["in_range"]
+    n = r["points"] - r["refined"]
     assert 1000 + 250 <= n <= 1000 + 250 + 32 * 4 + 3 * 5, n
+    assert r["refined"] > 2048, r
 
 
 def test_assigning_a_modules_table_switches_evaluation():

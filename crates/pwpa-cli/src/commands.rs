@@ -224,11 +224,17 @@ struct FitResultOut {
     /// "abs" or "rel": the measure of the two errors below.
     measure: &'static str,
     /// Max error of the f64 pieces before rounding to f32.
+    #[serde(serialize_with = "pwpa::metrics::ser_f64")]
     fitted_error: f64,
-    /// Max error of the f32 table on the dense range sweep (2^20 evenly spaced points, 2^18 in f32 order, 32 per piece and the breakpoints).
+    /// Max error of the f32 table over every f32 input of the range where it holds at most
+    /// 2^25, else on the dense range sweep (2^20 evenly spaced points, 2^18 in f32 order, 32
+    /// per piece, the breakpoints, and every f32 near the largest errors and the zeros of f).
+    #[serde(serialize_with = "pwpa::metrics::ser_f64")]
     verified_error: f64,
+    #[serde(serialize_with = "pwpa::metrics::ser_f64")]
     verified_abs_error: f64,
     /// Largest jump between neighbouring pieces at interior breakpoints.
+    #[serde(serialize_with = "pwpa::metrics::ser_f64")]
     max_jump: f64,
     unconverged_pieces: usize,
     range: (f32, f32),

@@ -195,13 +195,41 @@ fn on_interrupt() {
     });
 }
 
+/// A hint for `--range -8, 8` (a space after the comma: clap sees the value "-8," and an
+/// unexpected argument "8").
+fn range_hint(e: &clap::Error, args: Vec<String>) -> Option<String> {
+    if e.kind() != clap::error::ErrorKind::UnknownArgument {
+        return None;
+    }
+    let i = args.iter().position(|a| a == "--range")?;
+    let (v, next) = (args.get(i + 1)?, args.get(i + 2)?);
+    let split = v.ends_with(',') || next.starts_with(',');
+    (split && next.trim_start_matches(',').parse::<f64>().is_ok()).then(|| {
+        let joined = format!("{v}{next}").replace(",,", ",");
+        format!(
+            "hint: --range takes LO,HI as one argument: write --range {joined} (no \
+             spaces), or quote it: --range '{v} {next}'"
+        )
+    })
+}
+
 fn main() -> ExitCode {
     // A bug must still end in one `error:` line, not a backtrace.
     std::panic::set_hook(Box::new(|info| {
         eprintln!("error: internal error (a bug in pwpa, please report it): {info}");
     }));
     on_interrupt();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            if let Some(hint) = range_hint(&e, std::env::args().collect()) {
+                eprintln!("{}", e.render().to_string().trim_end());
+                eprintln!("{hint}");
+                return ExitCode::from(2);
+            }
+            e.exit()
+        }
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -303,6 +303,18 @@ fn negative_ranges_parse() {
         &["not a number"],
         &[&out],
     );
+    // A space after the comma: clap's own message, and how to write it.
+    for split in [["-8,", "8"], ["-8", ",8"]] {
+        let o = pwpa(&["fit", "tanh", "--range", split[0], split[1], "-o", p(&out)]);
+        assert_eq!(o.status.code(), Some(2));
+        let e = stderr(&o);
+        assert!(e.contains("unexpected argument"), "{e}");
+        assert!(e.contains("write --range -8,8 (no spaces)"), "{e}");
+        assert!(!out.exists());
+    }
+    // Another unexpected argument gets no range hint.
+    let o = pwpa(&["fit", "tanh", "--range", "-8,8", "extra", "-o", p(&out)]);
+    assert!(!stderr(&o).contains("hint: --range"), "{}", stderr(&o));
 }
 
 /// `const:inf` / `const:-inf` are tail specs (pwpa functions prints them for exp and

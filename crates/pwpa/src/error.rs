@@ -17,7 +17,7 @@ pub enum Error {
         max: usize,
     },
     /// lo ≥ hi for a uniform grid or a fit range.
-    #[error("empty range: lo = {lo} must be less than hi = {hi}")]
+    #[error("empty range: lo = {} must be less than hi = {}", crate::metrics::Num(*.lo), crate::metrics::Num(*.hi))]
     EmptyRange {
         /// Lower end.
         lo: f64,
@@ -156,7 +156,7 @@ pub enum Error {
         output: usize,
     },
     /// The function is not finite on the requested range, or beyond f32's range.
-    #[error("function '{function}' is not a finite f32 value at x = {x} (value {value:e}); choose a range where it is")]
+    #[error("function '{function}' is not a finite f32 value at x = {} (value {:.4e}); choose a range where it is", crate::metrics::Num(*.x), .value)]
     NotFinite {
         /// The function.
         function: String,

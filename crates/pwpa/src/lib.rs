@@ -49,6 +49,7 @@ pub mod format;
 pub mod funcs;
 pub mod metrics;
 pub mod plot;
+pub(crate) mod refine;
 pub mod table;
 
 pub use element::{DType, Element};

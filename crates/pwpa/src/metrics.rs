@@ -19,7 +19,11 @@
 //! - the range `[b_0, b_P]`: `samples` evenly spaced f32 points (at least 2, at most
 //!   [`MAX_REPORT_SAMPLES`]), `samples / 4` evenly spaced in f32 order, [`PIECE_SAMPLES`]
 //!   inside each piece, and every breakpoint with its two f32 neighbours inside the range
-//!   ([`range_points`]);
+//!   ([`range_points`]); then every f32 within 1024 steps of the sweep's 16 largest values of each measure
+//!   (and 2049 points evenly spaced in f32 order between such a point's neighbours), of the
+//!   f32 inputs next to up to 64 places where f changes sign or reaches ±2^-126 (located by
+//!   bisection; the relative error beside a zero of f is largest there), and then of the
+//!   largest value of each measure found: a sampled sweep misses peaks between its points;
 //! - each tail: [`TAIL_SAMPLES`] log-spaced points from the first f32 beyond the range
 //!   end out to ±f32::MAX, plus ±Inf;
 //! - for bf16 and f16: every finite input of the type (−0 once, as +0) ([`exhaustive`]), inside the
@@ -52,7 +56,7 @@ pub struct ReportOptions {
 }
 
 /// The most points [`ReportOptions::samples`] asks for that a report sweeps (2^26: a
-/// sweep of that many points holds about 1.5 GB while it runs).
+/// sweep of that many points holds about 2 GB while it runs).
 pub const MAX_REPORT_SAMPLES: usize = 1 << 26;
 
 impl Default for ReportOptions {
@@ -64,7 +68,9 @@ impl Default for ReportOptions {
     }
 }
 
-fn ser_f64<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+/// Serializes an f64 as a JSON number, or ±Inf and NaN as "inf", "-inf" and "nan" (JSON has
+/// no such numbers; serde_json would write null).
+pub fn ser_f64<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
     if v.is_finite() {
         s.serialize_f64(*v)
     } else if v.is_nan() {
@@ -97,6 +103,9 @@ fn ser_f64s<S: serde::Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
 pub struct SweepStats {
     /// Inputs evaluated (including undefined ones).
     pub points: usize,
+    /// Of them, inputs added near the sweep's peaks and the zeros of f (see the module
+    /// documentation).
+    pub refined: usize,
     /// Max absolute error.
     #[serde(serialize_with = "ser_f64")]
     pub max_abs: f64,
@@ -128,6 +137,7 @@ impl Default for SweepStats {
     fn default() -> Self {
         SweepStats {
             points: 0,
+            refined: 0,
             max_abs: 0.0,
             max_abs_at: f64::NAN,
             max_rel: 0.0,
@@ -165,6 +175,16 @@ impl SweepStats {
                 self.trim();
             }
         }
+        let (abs, rel) = Self::errors(got, r, ulp);
+        upd(&mut self.max_abs, &mut self.max_abs_at, abs, x);
+        if let Some(rel) = rel {
+            upd(&mut self.max_rel, &mut self.max_rel_at, rel, x);
+        }
+        upd(&mut self.max_ulp, &mut self.max_ulp_at, ulp, x);
+    }
+
+    /// Absolute and relative error of a result (relative: None where it is not counted).
+    fn errors(got: f64, r: f64, ulp: f64) -> (f64, Option<f64>) {
         // An infinite result that is the correct rounding of r (r overflows the
         // output type) is no error of the table: 0, as for the ULP error.
         let abs = if got.is_infinite() && ulp == 0.0 {
@@ -172,11 +192,8 @@ impl SweepStats {
         } else {
             abs_error(got, r)
         };
-        upd(&mut self.max_abs, &mut self.max_abs_at, abs, x);
-        if r.is_finite() && r.abs() >= REL_FLOOR {
-            upd(&mut self.max_rel, &mut self.max_rel_at, abs / r.abs(), x);
-        }
-        upd(&mut self.max_ulp, &mut self.max_ulp_at, ulp, x);
+        let rel = (r.is_finite() && r.abs() >= REL_FLOOR).then(|| abs / r.abs());
+        (abs, rel)
     }
 
     fn trim(&mut self) {
@@ -186,6 +203,7 @@ impl SweepStats {
 
     fn merge(mut self, o: SweepStats) -> SweepStats {
         self.points += o.points;
+        self.refined += o.refined;
         self.undefined += o.undefined;
         self.nan_results += o.nan_results;
         self.nan_results_at.extend(o.nan_results_at);
@@ -582,7 +600,7 @@ fn at(x: f64) -> String {
     if x.is_nan() {
         String::new()
     } else {
-        format!(" at x = {x:e}")
+        format!(" at x = {}", Num(x))
     }
 }
 
@@ -688,10 +706,11 @@ impl std::fmt::Display for ErrorReport {
         )?;
         writeln!(
             f,
-            "  range [{}, {}] ({} f32 points incl. breakpoints):",
+            "  range [{}, {}] ({} f32 points incl. breakpoints, {} of them near peaks and zeros of f):",
             Num(self.range.0),
             Num(self.range.1),
-            self.in_range.points
+            self.in_range.points,
+            self.in_range.refined
         )?;
         fmt_sweep(f, &self.in_range, self.dtype)?;
         writeln!(
@@ -829,29 +848,68 @@ pub fn tail_points(edge: f32, right: bool) -> Vec<f32> {
 
 /// Error statistics of the table (f32 in, U out) at the given inputs.
 pub fn sweep<U: Element>(ev: &Evaluator, target: &Target, xs: &[f32]) -> SweepStats {
+    sweep_refined::<U>(ev, target, xs, false)
+}
+
+/// [`sweep`], and with `refine` also at the inputs near its peaks and near the zeros of f
+/// (`refine::points`), then near the largest error of each measure found
+/// (`refine::around`).
+fn sweep_refined<U: Element>(
+    ev: &Evaluator,
+    target: &Target,
+    xs: &[f32],
+    refine: bool,
+) -> SweepStats {
     let mut out = vec![U::from_f32(0.0); xs.len()];
     ev.eval(xs, &mut out).expect("same lengths");
-    let mut s = xs
+    let rs: Vec<f64> = xs
         .par_iter()
-        .zip(out.par_iter())
         .with_min_len(4096)
-        .fold(SweepStats::default, |mut s, (&x, &got)| {
-            let r = target.eval(x as f64);
-            s.push(x as f64, got.to_f32() as f64, r, ulp_error(got, r));
+        .map(|&x| target.eval(x as f64))
+        .collect();
+    let point = |i: usize| {
+        let got = out[i];
+        (got.to_f32() as f64, rs[i], ulp_error(got, rs[i]))
+    };
+    let mut s = (0..xs.len())
+        .into_par_iter()
+        .with_min_len(4096)
+        .fold(SweepStats::default, |mut s, i| {
+            let (got, r, ulp) = point(i);
+            s.push(xs[i] as f64, got, r, ulp);
             s
         })
         .reduce(SweepStats::default, SweepStats::merge);
     s.trim();
+    if refine && xs.len() > 1 {
+        let c = crate::refine::candidates(
+            xs.len(),
+            |i| rs[i],
+            |i| {
+                let (got, r, ulp) = point(i);
+                let (abs, rel) = SweepStats::errors(got, r, ulp);
+                [rel.unwrap_or(0.0), abs, ulp]
+            },
+        );
+        let more = crate::refine::points(xs, &c, |x| target.eval(x));
+        s = s.merge(sweep::<U>(ev, target, &more));
+        let (lo, hi) = (xs[0], xs[xs.len() - 1]);
+        let near = crate::refine::around(&[s.max_abs_at, s.max_rel_at, s.max_ulp_at], lo, hi);
+        s = s.merge(sweep::<U>(ev, target, &near));
+        s.refined = more.len() + near.len();
+        s.trim();
+    }
     s
 }
 
 fn report_typed<U: Element>(table: &Table, target: &Target, opts: &ReportOptions) -> ErrorReport {
     let ev = Evaluator::new(table);
     let bp = table.breakpoints();
-    let in_range = sweep::<U>(
+    let in_range = sweep_refined::<U>(
         &ev,
         target,
         &range_points(table, opts.samples.min(MAX_REPORT_SAMPLES)),
+        true,
     );
     let left = sweep::<U>(&ev, target, &tail_points(bp.lo(), false));
     let right = sweep::<U>(&ev, target, &tail_points(bp.hi(), true));

@@ -1168,6 +1168,64 @@ fn coefficients_beyond_f32_are_reported() {
 }
 
 #[test]
+fn coefficients_below_f32_normals_are_reported_where_they_cost_accuracy() {
+    // 1e-40·sin on [0, 30], 4 pieces of degree 8: f's values are f32 subnormals and so are
+    // (or 0) its coefficients; the table is off by about 30 % of f, where f32 itself
+    // resolves f to 7e-46.
+    let fit = |expr: &str| {
+        fit_report(
+            &Target::parse(expr).unwrap(),
+            &FitOptions {
+                range: Some((0.0, 30.0)),
+                partitions: 4,
+                degree: 8,
+                ..opts()
+            },
+            &|_| {},
+        )
+        .unwrap()
+    };
+    let o = fit("1e-40*sin(x)");
+    let w = o.warning.as_deref().unwrap_or("");
+    assert!(w.contains("underflowed f32"), "{w}");
+    assert!(o.verified_abs_error > 1e-41, "{}", o.verified_abs_error);
+    assert!(o.verified_abs_error > 100.0 * o.fitted_error);
+    // 1e-36·sin: a few high coefficients are subnormal, but the f32 table keeps the f64
+    // pieces' accuracy.
+    let o = fit("1e-36*sin(x)");
+    assert!(o.warning.is_none(), "{:?}", o.warning);
+    assert!(
+        o.verified_abs_error < 1.1 * o.fitted_error,
+        "{} {}",
+        o.verified_abs_error,
+        o.fitted_error
+    );
+}
+
+/// A fit whose f32 table is not finite somewhere in its range fails with an error naming
+/// an input where it happens, instead of storing its error as JSON null: 3.4e38·sin on
+/// [−1.5, 3] with one quadratic piece, whose minimax error (about 1e38) carries the table
+/// past f32::MAX near x = −1.5.
+#[test]
+fn a_table_that_overflows_inside_its_range_is_an_error() {
+    let e = fit_report(
+        &Target::parse("3.4e38*sin(x)").unwrap(),
+        &FitOptions {
+            range: Some((-1.5, 3.0)),
+            partitions: 1,
+            degree: 2,
+            placement: Placement::Uniform,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("is not finite inside its range (at x = "), "{e}");
+    assert!(e.contains("scale the function down"), "{e}");
+}
+
+#[test]
 fn a_cancelled_fit_stops_with_cancelled() {
     // A million adaptive pieces take minutes to place; the flag,
     // set from another thread half a second in, stops it with Error::Cancelled.

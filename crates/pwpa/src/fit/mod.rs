@@ -288,6 +288,9 @@ pub(crate) struct Pieces {
     unconverged: usize,
     /// Coefficients whose f64 value overflowed f32 (stored as 0).
     overflowed: usize,
+    /// Nonzero coefficients whose f64 value underflowed f32's normal range (stored as a
+    /// subnormal or 0).
+    underflowed: usize,
 }
 
 impl Pieces {
@@ -598,6 +601,9 @@ pub fn fit_function(
     let exh = exhaustive_error(&ctx, &table);
     let verified_every_f32 = exh.is_some();
     let (verr, vabs) = exh.unwrap_or_else(|| dense_error(&ctx, &table));
+    if !vabs.is_finite() {
+        return Err(not_finite_table(&table, f, &func.name));
+    }
     let max_jump = max_jump(&table);
     let mut in_range = verify::sweep_refs(&table, checked, &refs_in);
     let mut all_finite = verify::sweep_refs(&table, checked, &refs_all);
@@ -607,23 +613,36 @@ pub fn fit_function(
     // Only where they matter: coefficients of high powers that a tiny piece does not need
     // (1/h^k scaling) overflow harmlessly, and the verified error then shows nothing.
     let overflow_matters = verr > 2.0 * pieces.max_error();
+    let plural = |n: usize| if n == 1 { ("", "is") } else { ("s", "are") };
     let overflow = (pieces.overflowed > 0 && overflow_matters).then(|| {
+        let (s, be) = plural(pieces.overflowed);
         format!(
-            "{} coefficient{} overflowed f32 and {} stored as 0 (the table is far from {} \
+            "{} coefficient{s} overflowed f32 and {be} stored as 0 (the table is far from {} \
              there: scale the function down or narrow the range)",
-            pieces.overflowed,
-            if pieces.overflowed == 1 { "" } else { "s" },
-            if pieces.overflowed == 1 { "is" } else { "are" },
-            func.name
+            pieces.overflowed, func.name
         )
     });
-    let warning = match (
+    // Tiny coefficients of a function that f32 itself resolves coarsely there (1e-40·sin)
+    // cost nothing that any f32 table could keep: warn only well above f32's rounding.
+    let underflow_matters =
+        || overflow_matters && verr > 8.0 * f32_rounding_floor(&ctx).0.max(f64::MIN_POSITIVE);
+    let underflow = (pieces.underflowed > 0 && underflow_matters()).then(|| {
+        let (s, be) = plural(pieces.underflowed);
+        format!(
+            "{} coefficient{s} underflowed f32 (below 2^-126) and {be} stored as subnormals or \
+             0 (the table is far from {}: scale the function up)",
+            pieces.underflowed, func.name
+        )
+    });
+    let warning = [
         useless_warning(&table, f, &func.name, measure, lo32, hi32),
         overflow,
-    ) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b),
-    };
+        underflow,
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>();
+    let warning = (!warning.is_empty()).then(|| warning.join("; "));
 
     let m = &mut table.meta;
     m.insert("function".into(), func.name.clone().into());
@@ -652,7 +671,7 @@ pub fn fit_function(
     m.insert("degree".into(), pieces.degree.into());
     m.insert("continuous".into(), opts.continuous.into());
     if opts.continuous {
-        m.insert("max_jump".into(), max_jump.into());
+        m.insert("max_jump".into(), json_num(max_jump));
     }
     m.insert(
         "goal".into(),
@@ -666,18 +685,19 @@ pub fn fit_function(
         }
         .into(),
     );
-    m.insert("fitted_error".into(), pieces.max_error().into());
-    m.insert("verified_error".into(), verr.into());
+    m.insert("fitted_error".into(), json_num(pieces.max_error()));
+    m.insert("verified_error".into(), json_num(verr));
     m.insert(
         "verified_on".into(),
         if verified_every_f32 {
             "every f32 input of the range"
         } else {
-            "2^20 points of the range, 2^18 in f32 order, 32 in each piece and the breakpoints"
+            "2^20 points of the range, 2^18 in f32 order, 32 in each piece and the breakpoints, \
+             and every f32 near the largest errors found and the zeros of f"
         }
         .into(),
     );
-    m.insert("verified_abs_error".into(), vabs.into());
+    m.insert("verified_abs_error".into(), json_num(vabs));
     let sweep_json = |s: &Sweep| {
         serde_json::json!({
             "inputs": s.inputs,
@@ -808,9 +828,17 @@ fn build(ctx: &Ctx, p: usize, d: usize, progress: &dyn Fn(Progress)) -> Result<P
 /// table that is wrong near a zero of f shows on the sweep's normal points around it.
 fn point_error(ctx: &Ctx, table: &Table, x: f32) -> (f64, f64) {
     let want = (ctx.f)(x as f64);
-    let got = table.eval_f32(x) as f64;
-    let abs = (got - want).abs();
+    let abs = abs_error(table.eval_f32(x) as f64, want);
     (measured(ctx.measure, abs, want), abs)
+}
+
+/// |got − want|, +∞ where the table's result is NaN (f64::max would skip a NaN error).
+fn abs_error(got: f64, want: f64) -> f64 {
+    if got.is_nan() {
+        f64::INFINITY
+    } else {
+        (got - want).abs()
+    }
 }
 
 /// The error `abs` = |got − want| in `measure`: relative error counts only where
@@ -841,18 +869,90 @@ fn measured_error(ctx: &Ctx, table: &Table) -> (f64, f64) {
         .reduce(|| (0.0, 0.0), |a, b| (a.0.max(b.0), a.1.max(b.1)))
 }
 
+/// A number for the table's meta: JSON has no infinities or NaN (serde_json would write
+/// null), so those are the strings "inf", "-inf" and "nan", as in error reports.
+fn json_num(v: f64) -> serde_json::Value {
+    if v.is_finite() {
+        v.into()
+    } else if v.is_nan() {
+        "nan".into()
+    } else if v > 0.0 {
+        "inf".into()
+    } else {
+        "-inf".into()
+    }
+}
+
+/// The error for a fitted table whose result is not finite somewhere in its range (where f
+/// is: the fit checked f there): its f32 arithmetic overflows.
+fn not_finite_table(table: &Table, f: &(dyn Fn(f64) -> f64 + Sync), name: &str) -> Error {
+    use crate::metrics::Num;
+    let bp = table.breakpoints();
+    let (a, b) = (f32_key(bp.lo()), f32_key(bp.hi()));
+    // the sweep's points, then every f32 in order (found by the exhaustive check)
+    let at = crate::metrics::range_points(table, DENSE_POINTS)
+        .into_iter()
+        .chain((a..=b).take(EXHAUSTIVE_F32 as usize).map(f32_of_key))
+        .find(|&x| !table.eval_f32(x).is_finite());
+    let at = match at {
+        Some(x) => format!(
+            " (at x = {}: the table gives {} where {name} is {:.5e})",
+            Num(x as f64),
+            table.eval_f32(x),
+            f(x as f64)
+        ),
+        None => String::new(),
+    };
+    Error::Fit(format!(
+        "the fitted table of {name} is not finite inside its range{at}: its f32 arithmetic \
+         overflows (f comes within the fit's error of f32's largest value, 3.4e38, or a \
+         coefficient is too large); scale the function down or narrow the range"
+    ))
+}
+
 /// Points of `dense_error`'s sweep: the error report's (`metrics::range_points`).
 pub const DENSE_POINTS: usize = 1 << 20;
 
 /// Error of the f32 table on the error report's range sweep ([`DENSE_POINTS`] evenly
-/// spaced f32 points plus every breakpoint and its neighbours), and abs: what a
-/// `max_error` goal is checked against, and what the fit reports.
+/// spaced f32 points plus every breakpoint and its neighbours), refined as the report's is
+/// near its peaks and the zeros of f (`refine`), and abs: what a `max_error` goal is
+/// checked against, and what the fit reports.
 fn dense_error(ctx: &Ctx, table: &Table) -> (f64, f64) {
     use rayon::prelude::*;
-    crate::metrics::range_points(table, DENSE_POINTS)
+    let max = |a: (f64, f64), b: (f64, f64)| (a.0.max(b.0), a.1.max(b.1));
+    let xs = crate::metrics::range_points(table, DENSE_POINTS);
+    let pts: Vec<(f64, f64, f64)> = xs
         .par_iter()
-        .map(|&x| point_error(ctx, table, x))
-        .reduce(|| (0.0, 0.0), |a, b| (a.0.max(b.0), a.1.max(b.1)))
+        .with_min_len(4096)
+        .map(|&x| {
+            let want = (ctx.f)(x as f64);
+            let abs = abs_error(table.eval_f32(x) as f64, want);
+            (want, measured(ctx.measure, abs, want), abs)
+        })
+        .collect();
+    let e = pts
+        .par_iter()
+        .map(|p| (p.1, p.2))
+        .reduce(|| (0.0, 0.0), max);
+    let c = crate::refine::candidates(xs.len(), |i| pts[i].0, |i| [pts[i].1, pts[i].2]);
+    let errs = |v: &[f32]| {
+        v.par_iter()
+            .map(|&x| (point_error(ctx, table, x), x))
+            .reduce(
+                || ((0.0, 0.0), f32::NAN),
+                |a, b| {
+                    if b.0 .0 > a.0 .0 {
+                        (max(a.0, b.0), b.1)
+                    } else {
+                        (max(a.0, b.0), a.1)
+                    }
+                },
+            )
+    };
+    let (e1, at) = errs(&crate::refine::points(&xs, &c, ctx.f));
+    let (lo, hi) = (xs[0], xs[xs.len() - 1]);
+    let (e2, _) = errs(&crate::refine::around(&[at as f64], lo, hi));
+    max(max(e, e1), e2)
 }
 
 /// Ranges with at most this many f32 values are verified on every one of them
@@ -1423,7 +1523,8 @@ impl std::fmt::Display for FitOutcome {
             }
         )?;
         // The f32 evaluator on every f32 input of a small range, else on the error
-        // report's range sweep (2^20 points and every breakpoint; not every f32 input, so
+        // report's range sweep (2^20 points, every breakpoint, refined near peaks and zeros of
+        // f; not every f32 input, so
         // rounding noise elsewhere can add a little).
         write!(
             f,
@@ -1432,7 +1533,7 @@ impl std::fmt::Display for FitOutcome {
             if self.verified_every_f32 {
                 "every f32 input of the range"
             } else {
-                "2^20 points, 2^18 in f32 order, 32 per piece and the breakpoints"
+                "2^20 points, 2^18 in f32 order, 32 per piece, the breakpoints, near peaks and zeros"
             },
             self.fitted_error
         )?;

@@ -62,10 +62,14 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
     let mut lbs = Vec::with_capacity(p);
     let mut unconverged = 0;
     let mut overflowed = 0;
+    let mut underflowed = 0;
     for (a, pf) in results {
         anchors.push(a);
         coeffs.extend(pf.coeffs.iter().map(|&c| {
             let v = c as f32;
+            if c != 0.0 && v.abs() < f32::MIN_POSITIVE {
+                underflowed += 1;
+            }
             if v.is_finite() {
                 v
             } else {
@@ -88,6 +92,7 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
         lower_bounds: lbs,
         unconverged,
         overflowed,
+        underflowed,
     }
 }
 
