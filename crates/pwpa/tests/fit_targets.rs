@@ -1581,3 +1581,54 @@ fn relative_fits_with_zero_regions_report_a_finite_error_and_count_f64_ties() {
         "{text}"
     );
 }
+
+/// Relative fits anchor pieces at every exact zero of f, not only the first: hardswish is 0
+/// for x ≤ −3 and at 0, x³ − x at −1, 0 and 1. Checked on every f32 input within 2^16 steps of
+/// each zero (f64 reference): the table is exactly 0 at the zero and keeps relative accuracy
+/// beside it. (Before, only 0 was anchored: hardswish 16×3 had 4.2e-2 relative error at
+/// x = −2.9999998, x³ − x 8×3 9.4e-2 at −0.99999994.)
+#[test]
+fn relative_fits_anchor_every_exact_zero() {
+    let hs = |x: f64| x * (x + 3.0).clamp(0.0, 6.0) / 6.0;
+    let cubic = |x: f64| x * x * x - x;
+    type Case<'a> = (&'a str, fn(f64) -> f64, (f64, f64), usize, &'a [f32]);
+    let cases: [Case; 2] = [
+        ("hardswish", hs, (-4.0, 4.0), 16, &[-3.0, 0.0]),
+        ("x^3-x", cubic, (-2.0, 2.0), 8, &[-1.0, 0.0, 1.0]),
+    ];
+    for (name, f, range, p, zeros) in cases {
+        let o = fit_report(
+            &Target::parse(name).unwrap(),
+            &FitOptions {
+                range: Some(range),
+                partitions: p,
+                degree: 3,
+                measure: ErrorMeasure::Relative,
+                ..opts()
+            },
+            &|_| {},
+        )
+        .unwrap();
+        let t = &o.table;
+        for &z in zeros {
+            assert_eq!(t.eval_f32(z), 0.0, "{name} at {z}");
+            // 2^16 f32 steps on each side of z
+            let mut worst = 0.0f64;
+            let (mut lo, mut hi) = (z, z);
+            for _ in 0..1 << 16 {
+                lo = lo.next_down();
+                hi = hi.next_up();
+            }
+            let mut x = lo;
+            while x <= hi {
+                let want = f(x as f64);
+                if want.abs() >= pwpa::metrics::REL_FLOOR {
+                    worst = worst.max((t.eval_f32(x) as f64 - want).abs() / want.abs());
+                }
+                x = x.next_up();
+            }
+            assert!(worst < 1e-6, "{name}: relative error {worst:e} near {z}");
+        }
+        assert!(o.verified_error < 1e-6, "{name}: {}", o.verified_error);
+    }
+}

@@ -246,10 +246,10 @@ struct Ctx<'a> {
     placement: Placement,
     measure: ErrorMeasure,
     continuous: bool,
-    /// An exact zero z of f in the range (f(z) == 0 in f64, z an f32; 0 when f(0) == 0),
-    /// under relative error: pieces touching z are anchored there, so that the table
+    /// The exact zeros z of f in the range (f(z) == 0 in f64, z an f32; [`exact_zeros`]),
+    /// under relative error: pieces touching a z are anchored there, so that the table
     /// gives exactly 0 at z and keeps relative accuracy near it.
-    zero: Option<f32>,
+    zeros: Vec<f32>,
     /// Iterations of adaptive placement.
     adapt_iters: usize,
     /// [`FitOptions::cancel`].
@@ -328,60 +328,75 @@ fn check_limits(partitions: usize, degree: usize) -> Result<()> {
     Ok(())
 }
 
-/// An f32 point z of [lo, hi] with f(z) == 0 exactly (in f64), for relative-error fits:
-/// 0 when f(0) == 0 and 0 is in range; else the first zero found by sampling 4,097 points
-/// and bisecting each sign change (at most 64) down to adjacent f32 values. None when f
-/// has no zero at an f32 point there (a root between two f32 values needs no exact 0).
-fn exact_zero(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Option<f32> {
-    if lo <= 0.0 && hi >= 0.0 && f(0.0) == 0.0 {
-        return Some(0.0);
-    }
+/// The f32 points z of [lo, hi] with f(z) == 0 exactly (in f64), for relative-error fits,
+/// sorted, at most [`MAX_ZEROS`]: 0 when f(0) == 0, 0 is in range and f is not 0 on both
+/// sides of it; the zeros found by
+/// sampling 4,097 points and bisecting each sign change (at most 64) down to adjacent f32
+/// values; and the ends of runs where f is 0 (hardswish: −3, the last x of f = 0 for
+/// x ≤ −3), found by bisecting between a sample where f is 0 and one where it is not.
+/// Empty when f has no zero at an f32 point there (a root between two f32 values needs no
+/// exact 0).
+fn exact_zeros(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<f32> {
     const SAMPLES: usize = 4096;
+    let mut zs: Vec<f32> = Vec::new();
+    // 0, unless it lies inside a run of zeros (whose ends are found below)
+    let tiny = f32::from_bits(1) as f64;
+    if lo <= 0.0 && hi >= 0.0 && f(0.0) == 0.0 && !(f(tiny) == 0.0 && f(-tiny) == 0.0) {
+        zs.push(0.0);
+    }
     let (l, h) = (lo as f64, hi as f64);
     let xs: Vec<f32> = (0..=SAMPLES)
         .map(|i| (l + (h - l) * i as f64 / SAMPLES as f64) as f32)
         .collect();
     let ys: Vec<f64> = xs.iter().map(|&x| f(x as f64)).collect();
-    let mut changes = 0;
-    for i in 0..SAMPLES {
-        if ys[i] == 0.0 {
-            return Some(xs[i]);
-        }
-        let (mut a, mut b) = (xs[i], xs[i + 1]);
-        let (ya, yb) = (ys[i], ys[i + 1]);
-        if !(ya.is_finite() && yb.is_finite()) || yb == 0.0 || (ya < 0.0) == (yb < 0.0) {
-            continue;
-        }
-        changes += 1;
-        if changes > 64 {
-            break;
-        }
-        // Bisect over f32 values, keeping a sign change between a and b.
-        let neg_a = ya < 0.0;
-        while a.next_up() < b {
+    // Bisection over f32 values between a and b, `keep` holding at a and not at b: the
+    // adjacent pair where it stops holding (or where the midpoint stops moving).
+    let edge = |mut a: f32, mut b: f32, keep: &dyn Fn(f64) -> bool| -> (f32, f32) {
+        loop {
             let m = (0.5 * (a as f64 + b as f64)) as f32;
-            if m <= a || m >= b {
-                break;
+            if m == a || m == b {
+                return (a, b);
             }
-            let ym = f(m as f64);
-            if ym == 0.0 {
-                return Some(m);
-            }
-            if !ym.is_finite() {
-                break;
-            }
-            if (ym < 0.0) == neg_a {
+            if keep(f(m as f64)) {
                 a = m;
             } else {
                 b = m;
             }
         }
+    };
+    let mut changes = 0;
+    for i in 0..SAMPLES {
+        let (ya, yb) = (ys[i], ys[i + 1]);
+        if !(ya.is_finite() && yb.is_finite()) || (ya == 0.0 && yb == 0.0) {
+            continue;
+        }
+        if ya == 0.0 {
+            // the end of a run of zeros (or an isolated zero at xs[i]): its last f32
+            zs.push(edge(xs[i], xs[i + 1], &|y| y == 0.0).0);
+        } else if yb == 0.0 {
+            // the start of a run of zeros at or before xs[i + 1]: its first f32
+            zs.push(edge(xs[i], xs[i + 1], &|y| y != 0.0 && !y.is_nan()).1);
+        } else if (ya < 0.0) != (yb < 0.0) {
+            changes += 1;
+            if changes > 64 {
+                break;
+            }
+            // a sign change: an exact zero at an f32 there, if f has one
+            let neg = ya < 0.0;
+            let (_, b) = edge(xs[i], xs[i + 1], &|y| y != 0.0 && (y < 0.0) == neg);
+            if f(b as f64) == 0.0 {
+                zs.push(b);
+            }
+        }
     }
-    if ys[SAMPLES] == 0.0 {
-        return Some(xs[SAMPLES]);
-    }
-    None
+    zs.sort_by(f32::total_cmp);
+    zs.dedup();
+    zs.truncate(MAX_ZEROS);
+    zs
 }
+
+/// The most exact zeros of f a relative-error fit anchors pieces at.
+pub const MAX_ZEROS: usize = 16;
 
 /// Checks that f is finite and within f32's range on [lo, hi] (dense sample plus the
 /// ends): f32 coefficients cannot represent it otherwise. Names the point.
@@ -562,10 +577,10 @@ pub fn fit_function(
     if let Some(e) = re {
         tail_notes.insert("right_tail_log2_error".into(), e.into());
     }
-    let zero = if measure == ErrorMeasure::Relative {
-        exact_zero(f, core_lo, core_hi)
+    let zeros = if measure == ErrorMeasure::Relative {
+        exact_zeros(f, core_lo, core_hi)
     } else {
-        None
+        Vec::new()
     };
     let ctx = Ctx {
         f,
@@ -575,7 +590,7 @@ pub fn fit_function(
         placement: opts.placement,
         measure,
         continuous: opts.continuous,
-        zero,
+        zeros,
         adapt_iters: if exact.is_some() { 12 } else { 40 },
         cancel: opts.cancel.as_deref(),
     };
@@ -1597,24 +1612,38 @@ fn ties_note(f: &mut std::fmt::Formatter<'_>, s: &verify::Sweep, dt: DType) -> s
 
 #[cfg(test)]
 mod tests {
-    use super::exact_zero;
+    use super::exact_zeros;
 
     #[test]
-    fn exact_zero_finds_sampled_bisected_and_no_zeros() {
-        // f(0) = 0 first, even with another zero in range.
-        assert_eq!(exact_zero(&|x: f64| x * (x - 1.0), -2.0, 3.0), Some(0.0));
+    fn exact_zeros_finds_sampled_bisected_and_no_zeros() {
+        // Every zero of x(x − 1)(x + 2.5).
+        let f = |x: f64| x * (x - 1.0) * (x + 2.5);
+        assert_eq!(exact_zeros(&f, -3.0, 3.0), vec![-2.5, 0.0, 1.0]);
         // log at 1: a sampled point of [1/64, 64]? No: found by bisection either way.
-        assert_eq!(exact_zero(&f64::ln, 1.0 / 64.0, 64.0), Some(1.0));
+        assert_eq!(exact_zeros(&f64::ln, 1.0 / 64.0, 64.0), vec![1.0]);
         // 2 is not one of the 4,097 sample points of [-1.3, 7.1].
         let step = (7.1f64 - -1.3) / 4096.0;
         assert!(((2.0 + 1.3) / step).fract() > 1e-3);
-        assert_eq!(exact_zero(&|x: f64| (x - 2.0).tanh(), -1.3, 7.1), Some(2.0));
+        assert_eq!(
+            exact_zeros(&|x: f64| (x - 2.0).tanh(), -1.3, 7.1),
+            vec![2.0]
+        );
         // A negative zero found from the other side of the sign change.
-        assert_eq!(exact_zero(&|x: f64| 0.75 + x, -3.0, 5.0), Some(-0.75));
+        assert_eq!(exact_zeros(&|x: f64| 0.75 + x, -3.0, 5.0), vec![-0.75]);
         // No f32 x has x² = 2, and exp has no zero.
-        assert_eq!(exact_zero(&|x: f64| x * x - 2.0, 0.5, 3.0), None);
-        assert_eq!(exact_zero(&f64::exp, -5.0, 5.0), None);
-        // A zero at the end of the range.
-        assert_eq!(exact_zero(&|x: f64| x - 4.0, 1.0, 4.0), Some(4.0));
+        assert!(exact_zeros(&|x: f64| x * x - 2.0, 0.5, 3.0).is_empty());
+        assert!(exact_zeros(&f64::exp, -5.0, 5.0).is_empty());
+        // Zeros at the ends of the range.
+        assert_eq!(exact_zeros(&|x: f64| x - 4.0, 1.0, 4.0), vec![4.0]);
+        assert_eq!(exact_zeros(&|x: f64| x - 1.0, 1.0, 4.0), vec![1.0]);
+        // hardswish: 0 for every x ≤ −3, so the run of zeros ends at −3 (not a sample
+        // point of [−4.1, 4]), and 0.
+        let hs = |x: f64| x * (x + 3.0).clamp(0.0, 6.0) / 6.0;
+        assert!(((-3.0f64 + 4.1) / ((4.0 + 4.1) / 4096.0)).fract() > 1e-3);
+        assert_eq!(exact_zeros(&hs, -4.1, 4.0), vec![-3.0, 0.0]);
+        // and a run of zeros that starts between samples: max(x − 1.3, 0) on [−2, 3] is 0
+        // up to 1.3 (the last f32 of the run, next to the first nonzero value).
+        let z = exact_zeros(&|x: f64| (x - 1.3f32 as f64).max(0.0), -2.0, 3.0);
+        assert_eq!(z, vec![1.3]);
     }
 }

@@ -96,14 +96,17 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
     }
 }
 
-/// Pieces holding the zero z of f, or starting within 2^-12 of it (the f16 split at
+/// Pieces holding a zero z of f, or starting within 2^-12 of it (the f16 split at
 /// ±2^-13 when z = 0), are anchored at z: p = (x − z)·q keeps relative accuracy near it
-/// (for tiny x when z = 0) and gives p(z) = 0 exactly.
+/// (for tiny x when z = 0) and gives p(z) = 0 exactly. A zero inside the piece comes
+/// before one near it; the first of several inside.
 fn zero_anchor(ctx: &Ctx, a: f64, b: f64) -> Option<f64> {
     const NEAR: f64 = 1.0 / 4096.0;
-    ctx.zero
-        .map(f64::from)
-        .filter(|&z| (a <= z && b >= z) || (a > z && a - z <= NEAR) || (b < z && z - b <= NEAR))
+    let zs = ctx.zeros.iter().map(|&z| z as f64);
+    zs.clone().find(|&z| a <= z && b >= z).or_else(|| {
+        zs.clone()
+            .find(|&z| (a > z && a - z <= NEAR) || (b < z && z - b <= NEAR))
+    })
 }
 
 /// Rounds f64 points to a strictly increasing f32 list with the exact ends.
@@ -291,10 +294,16 @@ fn equidistribute(
     // Under relative error an exact zero z of f is a breakpoint: both neighbours are
     // anchored at z and f/(x − z) is smooth on each side even where f has a kink there.
     let snap = |pts: &mut Vec<f64>| {
-        let Some(z) = ctx.zero.map(f64::from) else {
+        let zs: Vec<f64> = ctx
+            .zeros
+            .iter()
+            .map(|&z| z as f64)
+            .filter(|&z| lo < z && hi > z)
+            .collect();
+        if p < 2 || zs.is_empty() {
             return;
-        };
-        if p >= 2 && lo < z && hi > z {
+        }
+        if let [z] = zs[..] {
             let i = (1..p)
                 .min_by(|&a, &b| (pts[a] - z).abs().partial_cmp(&(pts[b] - z).abs()).unwrap())
                 .unwrap();
@@ -306,7 +315,20 @@ fn equidistribute(
             for j in i + 1..p {
                 pts[j] = pts[j].max(z + z.abs() * 1e-9 + 1e-30 * (j - i) as f64);
             }
+            return;
         }
+        // Several zeros: each (as many as there are interior points) takes the nearest
+        // interior point not yet taken; then the points are sorted again.
+        let mut taken = vec![false; p + 1];
+        for &z in zs.iter().take(p - 1) {
+            let i = (1..p)
+                .filter(|&i| !taken[i])
+                .min_by(|&a, &b| (pts[a] - z).abs().partial_cmp(&(pts[b] - z).abs()).unwrap())
+                .unwrap();
+            taken[i] = true;
+            pts[i] = z;
+        }
+        pts[1..p].sort_by(f64::total_cmp);
     };
     snap(&mut pts);
     let mut best: Option<Pieces> = None;
@@ -564,7 +586,7 @@ pub(crate) fn split_wrong(
             let mid = (0.5 * (a + b)) as f32;
             // f16 only: with bf16 this was measured to cost pieces (the midpoint split
             // already fixes those inputs there).
-            let zero_split = ctx.zero == Some(0.0) && dt == DType::F16;
+            let zero_split = ctx.zeros.contains(&0.0) && dt == DType::F16;
             let m = if zero_split && a == 0.0 && wl < s && 4.0 * s < b {
                 s as f32
             } else if zero_split && b == 0.0 && wh > -s && -4.0 * s > a {
@@ -663,7 +685,7 @@ pub(crate) fn split_at_zero(
     let Breakpoints::Arbitrary(points) = &pcs.breakpoints else {
         return None;
     };
-    if !(ctx.zero == Some(0.0) && dt == DType::F16) {
+    if !(ctx.zeros.contains(&0.0) && dt == DType::F16) {
         return None;
     }
     let s = (2.0 * min_normal(dt)) as f32;
