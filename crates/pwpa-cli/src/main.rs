@@ -195,14 +195,23 @@ fn on_interrupt() {
     });
 }
 
-/// A hint for `--range -8, 8` (a space after the comma: clap sees the value "-8," and an
-/// unexpected argument "8").
+/// A hint for `--range -8, 8` (a space after the comma: clap sees the value "-8," and
+/// the next word "8" as another argument), also as `--range=-8, 8`.
 fn range_hint(e: &clap::Error, args: Vec<String>) -> Option<String> {
-    if e.kind() != clap::error::ErrorKind::UnknownArgument {
+    use clap::error::ErrorKind;
+    if !matches!(
+        e.kind(),
+        ErrorKind::UnknownArgument | ErrorKind::ValueValidation
+    ) {
         return None;
     }
-    let i = args.iter().position(|a| a == "--range")?;
-    let (v, next) = (args.get(i + 1)?, args.get(i + 2)?);
+    let i = args
+        .iter()
+        .position(|a| a == "--range" || a.starts_with("--range="))?;
+    let (v, next) = match args[i].strip_prefix("--range=") {
+        Some(v) => (v, args.get(i + 1)?),
+        None => (args.get(i + 1)?.as_str(), args.get(i + 2)?),
+    };
     let split = v.ends_with(',') || next.starts_with(',');
     (split && next.trim_start_matches(',').parse::<f64>().is_ok()).then(|| {
         let joined = format!("{v}{next}").replace(",,", ",");

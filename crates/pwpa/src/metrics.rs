@@ -19,11 +19,14 @@
 //! - the range `[b_0, b_P]`: `samples` evenly spaced f32 points (at least 2, at most
 //!   [`MAX_REPORT_SAMPLES`]), `samples / 4` evenly spaced in f32 order, [`PIECE_SAMPLES`]
 //!   inside each piece, and every breakpoint with its two f32 neighbours inside the range
-//!   ([`range_points`]); then every f32 within 1024 steps of the sweep's 16 largest values of each measure
-//!   (and 2049 points evenly spaced in f32 order between such a point's neighbours), of the
-//!   f32 inputs next to up to 64 places where f changes sign or reaches ±2^-126 (located by
-//!   bisection; the relative error beside a zero of f is largest there), and then of the
-//!   largest value of each measure found: a sampled sweep misses peaks between its points;
+//!   ([`range_points`]); then, as a sampled sweep misses peaks between its points
+//!   (`refine`): every f32 within 1024 steps of the sweep's 16 largest values of each measure
+//!   (and 2049 points evenly spaced in f32 order between such a point's neighbours); the
+//!   f32 inputs next to each place where f changes sign or reaches ±2^-126, located by
+//!   bisection (the relative error beside a zero of f is largest there), and next to each
+//!   local minimum of |f| (a double root), located by ternary search — within 16 steps of
+//!   each (at most 16384 of each kind), 1024 of the 64 with the largest errors beside them;
+//!   and then every f32 within 1024 steps of the largest value of each measure found;
 //! - each tail: [`TAIL_SAMPLES`] log-spaced points from the first f32 beyond the range
 //!   end out to ±f32::MAX, plus ±Inf;
 //! - for bf16 and f16: every finite input of the type (−0 once, as +0) ([`exhaustive`]), inside the
@@ -891,10 +894,20 @@ fn sweep_refined<U: Element>(
                 [rel.unwrap_or(0.0), abs, ulp]
             },
         );
-        let more = crate::refine::points(xs, &c, |x| target.eval(x));
+        // (xs and the refinements are sorted: count each input once)
+        let new_in = |v: Vec<f32>, seen: &[&[f32]]| -> Vec<f32> {
+            v.into_iter()
+                .filter(|x| {
+                    seen.iter()
+                        .all(|s| s.binary_search_by(|y| y.total_cmp(x)).is_err())
+                })
+                .collect()
+        };
+        let more = new_in(crate::refine::points(xs, &c, |x| target.eval(x)), &[xs]);
         s = s.merge(sweep::<U>(ev, target, &more));
         let (lo, hi) = (xs[0], xs[xs.len() - 1]);
         let near = crate::refine::around(&[s.max_abs_at, s.max_rel_at, s.max_ulp_at], lo, hi);
+        let near = new_in(near, &[xs, &more]);
         s = s.merge(sweep::<U>(ev, target, &near));
         s.refined = more.len() + near.len();
         s.trim();

@@ -1474,8 +1474,10 @@ fn a_useless_fit_on_a_range_spanning_decades_says_so() {
         w.contains("than 0 is on") && w.contains("of the f32 inputs in"),
         "{w}"
     );
-    // A table that is exactly 0 where f is not (a bump near 0 that 256 relative pieces
+    // A table that is exactly 0 where f is not (a bump near 0 that 16 relative pieces
     // on [0, 1e30] miss) is no nearer than 0: it warns too (it did not: "farther" only).
+    // (256 pieces missed it too until the pieces' errors counted points in f32 order;
+    // now 64 find it.)
     let bump = |x: f64| x * (-x * x).exp();
     let ff = FitFunction {
         name: "bump".into(),
@@ -1486,7 +1488,7 @@ fn a_useless_fit_on_a_range_spanning_decades_says_so() {
     let o = fit_function(
         &ff,
         &FitOptions {
-            partitions: 256,
+            partitions: 16,
             measure: ErrorMeasure::Relative,
             ..opts()
         },
@@ -1630,5 +1632,51 @@ fn relative_fits_anchor_every_exact_zero() {
             assert!(worst < 1e-6, "{name}: relative error {worst:e} near {z}");
         }
         assert!(o.verified_error < 1e-6, "{name}: {}", o.verified_error);
+    }
+}
+
+/// Ranges holding 0 and reaching far beyond where f bends (tanh and 1/(1 + x²) on
+/// [−1e30, 1e30], absolute error): the split start closes in on 0 instead of halving from
+/// 1e30 (100 halvings), and the pieces' own error counts points in f32 order, which see
+/// the bump at 0 inside a piece [−5e13, 4e27] that the fit's grid did not (it said 1.8e-28).
+/// Before: 1.6 (tanh, 16 pieces) and 1.0 (1/(1 + x²), 32 pieces). Checked independently on
+/// 2^22 + 1 evenly spaced points of [−16, 16] and a log-spaced sweep out to ±1e30.
+#[test]
+fn ranges_spanning_0_and_many_decades_are_placed_near_0() {
+    type Case = (&'static str, fn(f64) -> f64, usize, f64);
+    let cases: [Case; 2] = [
+        ("tanh", f64::tanh, 16, 1e-2),
+        ("1/(1+x^2)", |x| 1.0 / (1.0 + x * x), 32, 1e-3),
+    ];
+    for (name, f, p, bound) in cases {
+        let o = fit_report(
+            &Target::parse(name).unwrap(),
+            &FitOptions {
+                range: Some((-1e30, 1e30)),
+                partitions: p,
+                degree: 3,
+                ..opts()
+            },
+            &|_| {},
+        )
+        .unwrap();
+        let t = &o.table;
+        let mut worst = 0.0f64;
+        for k in 0..=1 << 22 {
+            let x = (-16.0 + 32.0 * k as f64 / (1 << 22) as f64) as f32;
+            worst = worst.max((t.eval_f32(x) as f64 - f(x as f64)).abs());
+        }
+        for k in 0..=4000 {
+            let x = 10f64.powf(-30.0 + 60.0 * k as f64 / 4000.0) as f32;
+            for x in [x, -x] {
+                worst = worst.max((t.eval_f32(x) as f64 - f(x as f64)).abs());
+            }
+        }
+        assert!(worst < bound, "{name}: {worst:e}");
+        assert!(
+            o.verified_error >= worst * 0.99,
+            "{name}: {} {worst}",
+            o.verified_error
+        );
     }
 }

@@ -645,7 +645,8 @@ pub fn fit_function(
         let (s, be) = plural(pieces.underflowed);
         format!(
             "{} coefficient{s} underflowed f32 (below 2^-126) and {be} stored as subnormals or \
-             0 (the table is far from {}: scale the function up)",
+             0, and the table is far from {} (not all of them need matter): scale the function \
+             up, or use more partitions or a lower degree",
             pieces.underflowed, func.name
         )
     });

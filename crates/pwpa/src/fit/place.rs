@@ -261,8 +261,36 @@ fn split_points(ctx: &Ctx, p: usize, d: usize) -> Result<Vec<f64>> {
             pieces[i].2 = -1.0;
             continue;
         }
-        pieces[i] = (a, m, err(a, m));
-        pieces.insert(i + 1, (m, b, err(m, b)));
+        // A piece holding 0 (inside or at an end) and reaching beyond ±2^16: no midpoint is
+        // scale-free there (tanh on [−1e30, 1e30], absolute: 100 halvings from 1e30 to
+        // where tanh bends), so the split is the best of the midpoint, 0, and the larger
+        // end scaled by 2^-1, 2^-2, 2^-4, …, 2^-128: the smallest larger error of the two
+        // halves, and among those within 1 % of it the narrowest worse half (a feature
+        // near 0 that one split cannot isolate is closed in on, not halved away from).
+        let (m, el, er) = if a <= 0.0 && b >= 0.0 && a.abs().max(b) > 65536.0 {
+            let big = if b >= -a { b } else { a };
+            let mut cands = vec![m, 0.0];
+            cands.extend((0..8).map(|j| (big * 2f64.powi(-(1 << j))) as f32 as f64));
+            let scored: Vec<(f64, f64, f64)> = cands
+                .into_iter()
+                .filter(|&c| c > a && c < b)
+                .map(|c| (c, err(a, c), err(c, b)))
+                .collect();
+            let best = scored
+                .iter()
+                .map(|s| s.1.max(s.2))
+                .fold(f64::INFINITY, f64::min);
+            let worse_width = |&(c, el, er): &(f64, f64, f64)| if el >= er { c - a } else { b - c };
+            scored
+                .into_iter()
+                .filter(|s| s.1.max(s.2) <= best * 1.01)
+                .min_by(|x, y| worse_width(x).total_cmp(&worse_width(y)))
+                .expect("the midpoint is inside")
+        } else {
+            (m, err(a, m), err(m, b))
+        };
+        pieces[i] = (a, m, el);
+        pieces.insert(i + 1, (m, b, er));
     }
     let mut pts: Vec<f64> = pieces.iter().map(|&(a, _, _)| a).collect();
     pts.push(hi);

@@ -431,12 +431,50 @@ pub(crate) fn fit_piece(
     }
     t.resize(degree + 1, 0.0);
     t.reverse();
+    let err = err.max(f32_order_error(f, &t, anchor, a, b, measure));
     PieceFit {
         coeffs: t,
         error: err,
         lower_bound: lb,
         converged: conv,
     }
+}
+
+/// The error of p (coefficients in t = x − anchor, highest first) at 64 points evenly
+/// spaced in f32 order over [a, b] and at 0, for a piece where those points are not where
+/// the fit's grid is: one holding 0 and reaching beyond ±2^16, or spanning a factor above
+/// 2^16 on one side of 0. The grid, evenly spaced in the piece's own coordinate, cannot
+/// resolve what f does near 0 in such a piece (1/(1 + x²) in a piece [−5e13, 4e27]: the
+/// grid's error was 1.8e-28, the table's at x = 0 is 1). 0 for any other piece.
+fn f32_order_error(f: Func<'_>, c: &[f64], anchor: f64, a: f64, b: f64, m: ErrorMeasure) -> f64 {
+    const SCALE: f64 = 65536.0;
+    let wide = (a <= 0.0 && b >= 0.0 && a.abs().max(b) > SCALE)
+        || (a > 0.0 && b > SCALE * a)
+        || (b < 0.0 && a < SCALE * b);
+    if !wide {
+        return 0.0;
+    }
+    let (lo, hi) = (a as f32, b as f32);
+    let xs = (0..64)
+        .map(|k| crate::fit::f32_by_order(lo, hi, (k as f64 + 0.5) / 64.0) as f64)
+        .chain((a <= 0.0 && b >= 0.0).then_some(0.0));
+    let mut e = 0.0f64;
+    for x in xs {
+        let t = x - anchor;
+        let p = c.iter().fold(0.0, |acc, &ck| acc * t + ck);
+        let want = f(x);
+        let abs = (p - want).abs();
+        let v = match m {
+            ErrorMeasure::Absolute => abs,
+            ErrorMeasure::Relative if want.abs() < crate::metrics::REL_FLOOR => 0.0,
+            ErrorMeasure::Relative => abs / want.abs(),
+        };
+        if v.is_nan() {
+            continue;
+        }
+        e = e.max(v);
+    }
+    e
 }
 
 fn max_error(prob: &Problem, c: &[f64], s: &[f64]) -> (f64, f64) {
