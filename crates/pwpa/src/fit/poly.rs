@@ -463,12 +463,7 @@ fn f32_order_error(f: Func<'_>, c: &[f64], anchor: f64, a: f64, b: f64, m: Error
         let t = x - anchor;
         let p = c.iter().fold(0.0, |acc, &ck| acc * t + ck);
         let want = f(x);
-        let abs = (p - want).abs();
-        let v = match m {
-            ErrorMeasure::Absolute => abs,
-            ErrorMeasure::Relative if want.abs() < crate::metrics::REL_FLOOR => 0.0,
-            ErrorMeasure::Relative => abs / want.abs(),
-        };
+        let v = super::measured(m, (p - want).abs(), want);
         if v.is_nan() {
             continue;
         }
