@@ -99,14 +99,22 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
 /// Pieces holding a zero z of f, or starting within 2^-12 of it (the f16 split at
 /// ±2^-13 when z = 0), are anchored at z: p = (x − z)·q keeps relative accuracy near it
 /// (for tiny x when z = 0) and gives p(z) = 0 exactly. A zero inside the piece comes
-/// before one near it; the first of several inside.
+/// before one near it; of several, 0 first (where f32's inputs are densest: a piece of
+/// x³ − x over [−2, 2] anchored at −1 rounds tiny x to 3 relative error, at 0 it is exact
+/// to 1.2e-7), else the first.
 fn zero_anchor(ctx: &Ctx, a: f64, b: f64) -> Option<f64> {
     const NEAR: f64 = 1.0 / 4096.0;
-    let zs = ctx.zeros.iter().map(|&z| z as f64);
-    zs.clone().find(|&z| a <= z && b >= z).or_else(|| {
-        zs.clone()
-            .find(|&z| (a > z && a - z <= NEAR) || (b < z && z - b <= NEAR))
-    })
+    let pick = |ok: &dyn Fn(f64) -> bool| {
+        let mut zs = ctx.zeros.iter().map(|&z| z as f64).filter(|&z| ok(z));
+        let first = zs.next()?;
+        Some(if first == 0.0 || zs.any(|z| z == 0.0) {
+            0.0
+        } else {
+            first
+        })
+    };
+    pick(&|z| a <= z && b >= z)
+        .or_else(|| pick(&|z| (a > z && a - z <= NEAR) || (b < z && z - b <= NEAR)))
 }
 
 /// Rounds f64 points to a strictly increasing f32 list with the exact ends.
@@ -345,9 +353,11 @@ fn equidistribute(
             }
             return;
         }
-        // Several zeros: each (as many as there are interior points) takes the nearest
-        // interior point not yet taken; then the points are sorted again.
+        // Several zeros: each (as many as there are interior points, 0 first) takes the
+        // nearest interior point not yet taken; then the points are sorted again.
         let mut taken = vec![false; p + 1];
+        let mut zs = zs;
+        zs.sort_by_key(|&z| z != 0.0);
         for &z in zs.iter().take(p - 1) {
             let i = (1..p)
                 .filter(|&i| !taken[i])
