@@ -341,7 +341,7 @@ fn equidistribute(
         }
         if let [z] = zs[..] {
             let i = (1..p)
-                .min_by(|&a, &b| (pts[a] - z).abs().partial_cmp(&(pts[b] - z).abs()).unwrap())
+                .min_by(|&a, &b| (pts[a] - z).abs().total_cmp(&(pts[b] - z).abs()))
                 .unwrap();
             pts[i] = z;
             // keep order
@@ -361,7 +361,7 @@ fn equidistribute(
         for &z in zs.iter().take(p - 1) {
             let i = (1..p)
                 .filter(|&i| !taken[i])
-                .min_by(|&a, &b| (pts[a] - z).abs().partial_cmp(&(pts[b] - z).abs()).unwrap())
+                .min_by(|&a, &b| (pts[a] - z).abs().total_cmp(&(pts[b] - z).abs()))
                 .unwrap();
             taken[i] = true;
             pts[i] = z;
