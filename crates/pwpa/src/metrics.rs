@@ -71,17 +71,26 @@ impl Default for ReportOptions {
     }
 }
 
-/// Serializes an f64 as a JSON number, or ±Inf and NaN as "inf", "-inf" and "nan" (JSON has
-/// no such numbers; serde_json would write null).
-pub fn ser_f64<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+/// "nan", "inf" or "-inf" for a non-finite v (JSON has no such numbers; serde_json would
+/// write null), None for a finite one.
+pub(crate) fn non_finite_name(v: f64) -> Option<&'static str> {
     if v.is_finite() {
-        s.serialize_f64(*v)
+        None
     } else if v.is_nan() {
-        s.serialize_str("nan")
-    } else if *v > 0.0 {
-        s.serialize_str("inf")
+        Some("nan")
+    } else if v > 0.0 {
+        Some("inf")
     } else {
-        s.serialize_str("-inf")
+        Some("-inf")
+    }
+}
+
+/// Serializes an f64 as a JSON number, or ±Inf and NaN as "inf", "-inf" and "nan"
+/// ([`non_finite_name`]).
+pub fn ser_f64<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    match non_finite_name(*v) {
+        None => s.serialize_f64(*v),
+        Some(name) => s.serialize_str(name),
     }
 }
 

@@ -91,13 +91,12 @@ pub fn candidates<const M: usize>(
     measures: impl Fn(usize) -> [f64; M] + Sync,
 ) -> Candidates {
     const CHUNK: usize = 1 << 14;
-    let score = |i: usize| {
-        let m = measures(i)[0];
-        // a tiny score still marks the place
-        if m.is_nan() {
+    // a tiny score still marks the place
+    let score = |m: &[f64; M]| {
+        if m[0].is_nan() {
             f64::MIN_POSITIVE
         } else {
-            m.max(f64::MIN_POSITIVE)
+            m[0].max(f64::MIN_POSITIVE)
         }
     };
     let new = || (vec![Top::default(); M], Vec::new(), Vec::new());
@@ -106,14 +105,17 @@ pub fn candidates<const M: usize>(
         .map(|c| {
             let (mut tops, mut zeros, mut dips) = new();
             let (a, b) = (c * CHUNK, ((c + 1) * CHUNK).min(n));
+            // each point's measures once, with the next chunk's first point
+            let ms: Vec<[f64; M]> = (a..(b + 1).min(n)).map(&measures).collect();
             for i in a..b {
-                for (t, v) in tops.iter_mut().zip(measures(i)) {
+                let m = &ms[i - a];
+                for (t, &v) in tops.iter_mut().zip(m) {
                     t.push(PEAKS, v, i);
                 }
                 if i + 1 < n {
                     if let (Some(p), Some(q)) = (sign(r(i)), sign(r(i + 1))) {
                         if p != q {
-                            zeros.push((score(i).max(score(i + 1)), i));
+                            zeros.push((score(m).max(score(&ms[i + 1 - a])), i));
                         }
                     }
                 }
@@ -126,7 +128,7 @@ pub fn candidates<const M: usize>(
                         && v.abs() < u.abs()
                         && v.abs() <= w.abs()
                     {
-                        dips.push((score(i), i));
+                        dips.push((score(m), i));
                     }
                 }
             }

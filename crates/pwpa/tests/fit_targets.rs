@@ -26,6 +26,30 @@ fn max_abs(t: &Table, f: fn(f64) -> f64, lo: f64, hi: f64, n: usize) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// `expr` fitted on `range` with P adaptive pieces of degree D in `measure`.
+fn fit_expr(
+    expr: &str,
+    range: (f64, f64),
+    p: usize,
+    d: usize,
+    measure: ErrorMeasure,
+) -> Result<FitOutcome, Error> {
+    let o = FitOptions {
+        range: Some(range),
+        partitions: p,
+        degree: d,
+        measure,
+        ..opts()
+    };
+    fit_report(&Target::parse(expr).unwrap(), &o, &|_| {})
+}
+
+/// Every f32 within `steps` steps of c, in order.
+fn f32_steps(c: f32, steps: usize) -> impl Iterator<Item = f32> {
+    let start = (0..steps).fold(c, |x, _| x.next_down());
+    std::iter::successors(Some(start), |x| Some(x.next_up())).take(2 * steps + 1)
+}
+
 /// Independent exhaustive bf16 check: (inputs, wrong, max ulp) over finite inputs in
 /// [lo, hi] (or all finite inputs).
 fn bf16_check(t: &Table, f: fn(f64) -> f64, range: Option<(f32, f32)>) -> (u64, u64, u64) {
@@ -1172,19 +1196,7 @@ fn coefficients_below_f32_normals_are_reported_where_they_cost_accuracy() {
     // 1e-40·sin on [0, 30], 4 pieces of degree 8: f's values are f32 subnormals and so are
     // (or 0) its coefficients; the table is off by about 30 % of f, where f32 itself
     // resolves f to 7e-46.
-    let fit = |expr: &str| {
-        fit_report(
-            &Target::parse(expr).unwrap(),
-            &FitOptions {
-                range: Some((0.0, 30.0)),
-                partitions: 4,
-                degree: 8,
-                ..opts()
-            },
-            &|_| {},
-        )
-        .unwrap()
-    };
+    let fit = |expr: &str| fit_expr(expr, (0.0, 30.0), 4, 8, ErrorMeasure::Absolute).unwrap();
     let o = fit("1e-40*sin(x)");
     let w = o.warning.as_deref().unwrap_or("");
     assert!(w.contains("underflowed f32"), "{w}");
@@ -1279,11 +1291,12 @@ fn log_fit(lo: f64, o: FitOptions) -> (FitOutcome, f64) {
     (o, worst)
 }
 
-/// Independent max |table − f| / |f| over the inputs `xs` (0 where f is 0).
-fn max_rel(t: &Table, f: fn(f64) -> f64, xs: impl Iterator<Item = f32>) -> f64 {
+/// Independent max |table − f| / |f| over the inputs `xs`, where |f| ≥ REL_FLOOR (as the
+/// report counts relative error; 0 elsewhere).
+fn max_rel(t: &Table, f: impl Fn(f64) -> f64, xs: impl Iterator<Item = f32>) -> f64 {
     xs.map(|x| {
         let want = f(x as f64);
-        if want == 0.0 {
+        if want.abs() < pwpa::metrics::REL_FLOOR {
             0.0
         } else {
             ((t.eval_f32(x) as f64 - want) / want).abs()
@@ -1599,36 +1612,11 @@ fn relative_fits_anchor_every_exact_zero() {
         ("x^3-x", cubic, (-2.0, 2.0), 8, &[-1.0, 0.0, 1.0]),
     ];
     for (name, f, range, p, zeros) in cases {
-        let o = fit_report(
-            &Target::parse(name).unwrap(),
-            &FitOptions {
-                range: Some(range),
-                partitions: p,
-                degree: 3,
-                measure: ErrorMeasure::Relative,
-                ..opts()
-            },
-            &|_| {},
-        )
-        .unwrap();
+        let o = fit_expr(name, range, p, 3, ErrorMeasure::Relative).unwrap();
         let t = &o.table;
         for &z in zeros {
             assert_eq!(t.eval_f32(z), 0.0, "{name} at {z}");
-            // 2^16 f32 steps on each side of z
-            let mut worst = 0.0f64;
-            let (mut lo, mut hi) = (z, z);
-            for _ in 0..1 << 16 {
-                lo = lo.next_down();
-                hi = hi.next_up();
-            }
-            let mut x = lo;
-            while x <= hi {
-                let want = f(x as f64);
-                if want.abs() >= pwpa::metrics::REL_FLOOR {
-                    worst = worst.max((t.eval_f32(x) as f64 - want).abs() / want.abs());
-                }
-                x = x.next_up();
-            }
+            let worst = max_rel(t, f, f32_steps(z, 1 << 16));
             assert!(worst < 1e-6, "{name}: relative error {worst:e} near {z}");
         }
         assert!(o.verified_error < 1e-6, "{name}: {}", o.verified_error);
@@ -1649,17 +1637,7 @@ fn ranges_spanning_0_and_many_decades_are_placed_near_0() {
         ("1/(1+x^2)", |x| 1.0 / (1.0 + x * x), 32, 1e-3),
     ];
     for (name, f, p, bound) in cases {
-        let o = fit_report(
-            &Target::parse(name).unwrap(),
-            &FitOptions {
-                range: Some((-1e30, 1e30)),
-                partitions: p,
-                degree: 3,
-                ..opts()
-            },
-            &|_| {},
-        )
-        .unwrap();
+        let o = fit_expr(name, (-1e30, 1e30), p, 3, ErrorMeasure::Absolute).unwrap();
         let t = &o.table;
         let mut worst = 0.0f64;
         for k in 0..=1 << 22 {
@@ -1689,44 +1667,23 @@ fn ranges_spanning_0_and_many_decades_are_placed_near_0() {
 fn a_piece_with_several_zeros_is_anchored_at_0() {
     let f = |x: f64| x * x * x - x;
     for p in [1, 2, 4] {
-        let o = fit_report(
-            &Target::parse("x^3-x").unwrap(),
-            &FitOptions {
-                range: Some((-2.0, 2.0)),
-                partitions: p,
-                degree: 3,
-                measure: ErrorMeasure::Relative,
-                ..opts()
-            },
-            &|_| {},
-        )
-        .unwrap();
+        let o = fit_expr("x^3-x", (-2.0, 2.0), p, 3, ErrorMeasure::Relative).unwrap();
         assert!(o.verified_error < 1e-6, "P{p}: {}", o.verified_error);
         // independently: every f32 within 2^16 steps of ±1e-20 (tiny normal x, where a
         // piece anchored elsewhere cancels), and 2^16 + 1 points in f32 order over the range
         let t = &o.table;
-        let mut worst = 0.0f64;
-        for c in [-1e-20f32, 1e-20] {
-            let mut x = f32::from_bits(c.to_bits() - (1 << 16));
-            for _ in 0..1 << 17 {
-                let want = f(x as f64);
-                worst = worst.max((t.eval_f32(x) as f64 - want).abs() / want.abs());
-                x = f32::from_bits(x.to_bits() + 1);
-            }
-        }
-        for k in 0..=1 << 16 {
-            let key =
-                -(2.0f32.to_bits() as i64) + (k as i64) * 2 * (2.0f32.to_bits() as i64) / (1 << 16);
-            let x = if key < 0 {
-                -f32::from_bits((-key) as u32)
+        let near = f32_steps(-1e-20, 1 << 16).chain(f32_steps(1e-20, 1 << 16));
+        let two = 2.0f32.to_bits() as i64;
+        let by_order = (0..=1i64 << 16).map(|k| {
+            let key = -two + k * 2 * two / (1 << 16);
+            let x = f32::from_bits(key.unsigned_abs() as u32);
+            if key < 0 {
+                -x
             } else {
-                f32::from_bits(key as u32)
-            };
-            let want = f(x as f64);
-            if want.abs() >= pwpa::metrics::REL_FLOOR {
-                worst = worst.max((t.eval_f32(x) as f64 - want).abs() / want.abs());
+                x
             }
-        }
+        });
+        let worst = max_rel(t, f, near.chain(by_order));
         assert!(worst < 1e-6, "P{p}: {worst:e}");
     }
 }

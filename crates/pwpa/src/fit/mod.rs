@@ -330,10 +330,10 @@ fn check_limits(partitions: usize, degree: usize) -> Result<()> {
 
 /// The f32 points z of [lo, hi] with f(z) == 0 exactly (in f64), for relative-error fits,
 /// sorted, at most [`MAX_ZEROS`]: 0 when f(0) == 0, 0 is in range and f is not 0 on both
-/// sides of it; the zeros found by
-/// sampling 4,097 points and bisecting each sign change (at most 64) down to adjacent f32
-/// values; and the ends of runs where f is 0 (hardswish: −3, the last x of f = 0 for
-/// x ≤ −3), found by bisecting between a sample where f is 0 and one where it is not.
+/// sides of it; the zeros found by sampling 4,097 points and bisecting each sign change (at
+/// most 64) down to adjacent f32 values; and the ends of runs where f is 0 (hardswish: −3,
+/// the last x of f = 0 for x ≤ −3), found by bisecting between a sample where f is 0 and
+/// one where it is not, where f vanishes like a root there ([`root_at`]).
 /// Empty when f has no zero at an f32 point there (a root between two f32 values needs no
 /// exact 0).
 fn exact_zeros(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<f32> {
@@ -403,8 +403,8 @@ fn exact_zeros(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<f32> {
 
 /// Whether f, 0 at z and not at the neighbouring f32 `next` (toward `far`), vanishes at z
 /// like (x − z)^m·g (m ≤ 3) with g smooth there: g at `next` within 10 % of g at
-/// z + (next − z)·1024 (or at `far` if nearer). A run of zeros that ends between two f32 values (max(x − 1.3, 0),
-/// whose root 1.3 is no f32) fails: g = 1 − 4.8e-8/(x − z) is 0.6 at `next` and 1 further
+/// z + (next − z)·1024 (or at `far` if nearer). A run of zeros that ends between two f32
+/// values (max(x − 1.3, 0), whose root 1.3 is no f32) fails: g = 1 − 4.8e-8/(x − z) is 0.6 at `next` and 1 further
 /// out, and anchoring there made its fits worse (0.61 → 0.995 relative, 16×3).
 fn root_at(f: &(dyn Fn(f64) -> f64 + Sync), z: f32, next: f32, far: f32) -> bool {
     let (z, next, far) = (z as f64, next as f64, far as f64);
@@ -869,19 +869,11 @@ fn build(ctx: &Ctx, p: usize, d: usize, progress: &dyn Fn(Progress)) -> Result<P
 /// only where |f(x)| ≥ [`crate::metrics::REL_FLOOR`], as in the error report: below it
 /// (f32 subnormals, exact zeros) an f32 result cannot carry relative accuracy, and a
 /// table that is wrong near a zero of f shows on the sweep's normal points around it.
+/// A NaN result counts +∞ (`metrics::abs_error`; f64::max would skip a NaN error).
 fn point_error(ctx: &Ctx, table: &Table, x: f32) -> (f64, f64) {
     let want = (ctx.f)(x as f64);
-    let abs = abs_error(table.eval_f32(x) as f64, want);
+    let abs = crate::metrics::abs_error(table.eval_f32(x) as f64, want);
     (measured(ctx.measure, abs, want), abs)
-}
-
-/// |got − want|, +∞ where the table's result is NaN (f64::max would skip a NaN error).
-fn abs_error(got: f64, want: f64) -> f64 {
-    if got.is_nan() {
-        f64::INFINITY
-    } else {
-        (got - want).abs()
-    }
 }
 
 /// The error `abs` = |got − want| in `measure`: relative error counts only where
@@ -915,15 +907,7 @@ fn measured_error(ctx: &Ctx, table: &Table) -> (f64, f64) {
 /// A number for the table's meta: JSON has no infinities or NaN (serde_json would write
 /// null), so those are the strings "inf", "-inf" and "nan", as in error reports.
 fn json_num(v: f64) -> serde_json::Value {
-    if v.is_finite() {
-        v.into()
-    } else if v.is_nan() {
-        "nan".into()
-    } else if v > 0.0 {
-        "inf".into()
-    } else {
-        "-inf".into()
-    }
+    crate::metrics::non_finite_name(v).map_or_else(|| v.into(), Into::into)
 }
 
 /// The error for a fitted table whose result is not finite somewhere in its range (where f
@@ -969,7 +953,7 @@ fn dense_error(ctx: &Ctx, table: &Table) -> (f64, f64) {
         .with_min_len(4096)
         .map(|&x| {
             let want = (ctx.f)(x as f64);
-            let abs = abs_error(table.eval_f32(x) as f64, want);
+            let abs = crate::metrics::abs_error(table.eval_f32(x) as f64, want);
             (want, measured(ctx.measure, abs, want), abs)
         })
         .collect();
@@ -1567,8 +1551,7 @@ impl std::fmt::Display for FitOutcome {
         )?;
         // The f32 evaluator on every f32 input of a small range, else on the error
         // report's range sweep (2^20 points, every breakpoint, refined near peaks and zeros of
-        // f; not every f32 input, so
-        // rounding noise elsewhere can add a little).
+        // f; not every f32 input, so rounding noise elsewhere can add a little).
         write!(
             f,
             "  max {measure} error: {:.3e} (f32 evaluator, {}; f64 fit {:.3e})",
