@@ -1087,17 +1087,18 @@ fn relative_max_error_goal_is_met_for_a_function_with_a_zero() {
 
 #[test]
 fn unreachable_relative_goal_reports_the_f32_evaluators_error() {
-    // sin's zeros at ±π, ±2π are not f32 values: near them an f32 result carries
-    // relative error ~1e-4 whatever the pieces, so 1e-5 cannot be verified. The error
+    // (x − 0.1)²'s double root is no f32 value: at the f32 beside it f is ~1e-18, which
+    // the table's cancellation cannot carry, so 1e-4 relative cannot be verified (sin's
+    // roots at ±π, this test's first case, are anchored now and 1e-5 is met). The error
     // names the figure the dense sweep measured, which is above the target (the quick
-    // estimate it used to quote, ~1e-6, was below it).
-    let target = Target::parse("sin(x)").unwrap();
+    // estimate it used to quote was below it).
+    let target = Target::parse("(x-0.1)^2").unwrap();
     let err = fit_report(
         &target,
         &FitOptions {
             measure: ErrorMeasure::Relative,
             goal: Goal::MaxError {
-                error: 1e-5,
+                error: 1e-4,
                 vary_degree: false,
             },
             ..opts()
@@ -1112,7 +1113,7 @@ fn unreachable_relative_goal_reports_the_f32_evaluators_error() {
         .and_then(|r| r.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("{m}"));
-    assert!(measured > 1e-5, "{m}");
+    assert!(measured > 1e-4, "{m}");
     // The nested search's "best found" is a quick estimate below 1e-5, which read as a
     // contradiction unlabelled ("best found: 1.388e-6 with 1024 pieces"): it is named as
     // the quick estimate, beside the narrower goal it had to reach.
@@ -1121,7 +1122,7 @@ fn unreachable_relative_goal_reports_the_f32_evaluators_error() {
         .nth(1)
         .unwrap_or_else(|| panic!("{m}"));
     let (value, rest) = best.split_once(' ').unwrap();
-    if value.parse::<f64>().unwrap() < 1e-5 {
+    if value.parse::<f64>().unwrap() < 1e-4 {
         assert!(
             rest.starts_with("on the quick estimate, which had to reach "),
             "{m}"
@@ -1686,4 +1687,84 @@ fn a_piece_with_several_zeros_is_anchored_at_0() {
         let worst = max_rel(t, f, near.chain(by_order));
         assert!(worst < 1e-6, "P{p}: {worst:e}");
     }
+}
+
+/// Every f32 root of f between two f32 values (f of opposite signs at adjacent f32s, the
+/// bisection's end), in [lo, hi], from `n` evenly spaced samples.
+fn sign_changes(f: impl Fn(f64) -> f64, lo: f64, hi: f64, n: usize) -> Vec<f32> {
+    let xs: Vec<f32> = (0..=n)
+        .map(|i| (lo + (hi - lo) * i as f64 / n as f64) as f32)
+        .collect();
+    let mut out = Vec::new();
+    for w in xs.windows(2) {
+        let (mut a, mut b) = (w[0], w[1]);
+        let neg = f(a as f64) < 0.0;
+        if neg == (f(b as f64) < 0.0) {
+            continue;
+        }
+        loop {
+            let m = (0.5 * (a as f64 + b as f64)) as f32;
+            if m == a || m == b {
+                break;
+            }
+            if (f(m as f64) < 0.0) == neg {
+                a = m;
+            } else {
+                b = m;
+            }
+        }
+        out.push(a);
+    }
+    out
+}
+
+/// A relative fit of a function whose roots are no f32 values (sin beside kπ, cos beside
+/// π/2, x − 0.1) anchors the piece holding a root at the f32 beside it with the value
+/// f(z): the f32 values around the root keep relative accuracy. Before, the pieces'
+/// constant terms cancelled to rounding noise there: sin on [−4, 4] 16×3 7.9e-3, cos on
+/// [−3, 3] 16×3 8.6e-2, x − 0.1 on [−1, 1] 4×2 1.0, sin on [−100, 100] 512×4 6.4e-2 (the
+/// error report's figures, which an independent check with numpy confirmed). Checked here
+/// on every f32 within 2^14 steps of each root and 2^18 + 1 evenly spaced points.
+#[test]
+fn relative_fits_anchor_roots_between_f32_values() {
+    type Case = (&'static str, fn(f64) -> f64, (f64, f64), usize, usize, f64);
+    let cases: [Case; 4] = [
+        ("sin(x)", f64::sin, (-4.0, 4.0), 16, 3, 1e-4),
+        ("cos(x)", f64::cos, (-3.0, 3.0), 16, 3, 1e-4),
+        ("x-0.1", |x| x - 0.1, (-1.0, 1.0), 4, 2, 1e-6),
+        ("sin(x)", f64::sin, (-100.0, 100.0), 512, 4, 1e-4),
+    ];
+    for (name, f, range, p, d, bound) in cases {
+        let o = fit_expr(name, range, p, d, ErrorMeasure::Relative).unwrap();
+        let t = &o.table;
+        let roots = sign_changes(f, range.0, range.1, 1 << 14);
+        assert!(!roots.is_empty(), "{name}");
+        let near = roots.iter().flat_map(|&z| f32_steps(z, 1 << 14));
+        let even = (0..=1 << 18)
+            .map(|k| (range.0 + (range.1 - range.0) * k as f64 / (1 << 18) as f64) as f32);
+        let worst = max_rel(t, f, near.chain(even));
+        assert!(worst < bound, "{name} {p}x{d}: {worst:e}");
+        assert!(
+            o.verified_error >= worst * 0.99,
+            "{name}: {} {worst:e}",
+            o.verified_error
+        );
+    }
+}
+
+/// A degree-1 piece anchored at a zero has one free coefficient, so its error grows like
+/// h, not h²: placement that assumed h² for it too left the pieces beside x³ − x's zeros at
+/// ±1 twice as bad as the rest (16×1 relative on [−2, 2]: 0.109 there, 0.05 elsewhere).
+/// Checked on 2^20 + 1 points and every f32 within 2^12 steps of the zeros.
+#[test]
+fn degree_1_pieces_beside_zeros_are_placed_for_their_order() {
+    let f = |x: f64| x * x * x - x;
+    let o = fit_expr("x^3-x", (-2.0, 2.0), 16, 1, ErrorMeasure::Relative).unwrap();
+    let t = &o.table;
+    let even = (0..=1 << 20).map(|k| (-2.0 + 4.0 * k as f64 / (1 << 20) as f64) as f32);
+    let near = [-1.0f32, 0.0, 1.0]
+        .into_iter()
+        .flat_map(|z| f32_steps(z, 1 << 12));
+    let worst = max_rel(t, f, even.chain(near));
+    assert!(worst < 0.08, "{worst:e}");
 }

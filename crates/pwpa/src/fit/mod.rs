@@ -250,6 +250,10 @@ struct Ctx<'a> {
     /// under relative error: pieces touching a z are anchored there, so that the table
     /// gives exactly 0 at z and keeps relative accuracy near it.
     zeros: Vec<f32>,
+    /// Under relative error, the roots of f between two f32 values ([`near_roots`]): (z,
+    /// f(z) in f32), z the f32 beside the root where |f| is smaller. A piece holding one
+    /// (and no exact zero) is anchored at z with p(z) = f(z).
+    roots: Vec<(f32, f32)>,
     /// Iterations of adaptive placement.
     adapt_iters: usize,
     /// [`FitOptions::cancel`].
@@ -421,6 +425,66 @@ fn root_at(f: &(dyn Fn(f64) -> f64 + Sync), z: f32, next: f32, far: f32) -> bool
         g1.is_finite() && g2.is_finite() && (g1 - g2).abs() <= 0.1 * g1.abs().max(g2.abs())
     })
 }
+
+/// The roots of f in [lo, hi] that lie between two adjacent f32 values (f nonzero at
+/// both, of opposite signs, and small there: below 2^-10 of |f| at the samples around it,
+/// so not a pole or a jump), found like [`exact_zeros`]'s sign changes (16,385 samples,
+/// at most [`MAX_ROOTS`]): (z, f(z) rounded to f32) with z the one of the two where |f|
+/// is smaller, in increasing z. Roots whose f32 value would be subnormal or 0 are left
+/// out.
+fn near_roots(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<(f32, f32)> {
+    const SAMPLES: usize = 16384;
+    let (l, h) = (lo as f64, hi as f64);
+    let xs: Vec<f32> = (0..=SAMPLES)
+        .map(|i| (l + (h - l) * i as f64 / SAMPLES as f64) as f32)
+        .collect();
+    let ys: Vec<f64> = xs.iter().map(|&x| f(x as f64)).collect();
+    let mut roots = Vec::new();
+    for i in 0..SAMPLES {
+        let (ya, yb) = (ys[i], ys[i + 1]);
+        if !(ya.is_finite() && yb.is_finite()) || ya == 0.0 || yb == 0.0 || (ya < 0.0) == (yb < 0.0)
+        {
+            continue;
+        }
+        let neg = ya < 0.0;
+        let (mut a, mut b) = (xs[i], xs[i + 1]);
+        let (fa, fb) = loop {
+            let m = (0.5 * (a as f64 + b as f64)) as f32;
+            if m == a || m == b {
+                break (f(a as f64), f(b as f64));
+            }
+            let y = f(m as f64);
+            if y == 0.0 || y.is_nan() {
+                break (y, y);
+            }
+            if (y < 0.0) == neg {
+                a = m;
+            } else {
+                b = m;
+            }
+        };
+        if !(fa.is_finite() && fb.is_finite()) || fa == 0.0 || fb == 0.0 || (fa < 0.0) == (fb < 0.0)
+        {
+            continue; // an exact zero (exact_zeros has it), or NaN
+        }
+        let (z, v) = if fa.abs() <= fb.abs() {
+            (a, fa)
+        } else {
+            (b, fb)
+        };
+        let small = v.abs() <= ya.abs().max(yb.abs()) / 1024.0;
+        if small && (v as f32).is_normal() {
+            roots.push((z, v as f32));
+            if roots.len() == MAX_ROOTS {
+                break;
+            }
+        }
+    }
+    roots
+}
+
+/// The most roots between f32 values a relative-error fit anchors pieces beside.
+pub const MAX_ROOTS: usize = 4096;
 
 /// The most exact zeros of f a relative-error fit anchors pieces at.
 pub const MAX_ZEROS: usize = 16;
@@ -604,10 +668,13 @@ pub fn fit_function(
     if let Some(e) = re {
         tail_notes.insert("right_tail_log2_error".into(), e.into());
     }
-    let zeros = if measure == ErrorMeasure::Relative {
-        exact_zeros(f, core_lo, core_hi)
+    let (zeros, roots) = if measure == ErrorMeasure::Relative {
+        (
+            exact_zeros(f, core_lo, core_hi),
+            near_roots(f, core_lo, core_hi),
+        )
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let ctx = Ctx {
         f,
@@ -618,6 +685,7 @@ pub fn fit_function(
         measure,
         continuous: opts.continuous,
         zeros,
+        roots,
         adapt_iters: if exact.is_some() { 12 } else { 40 },
         cancel: opts.cancel.as_deref(),
     };

@@ -19,9 +19,14 @@ pub(crate) struct PieceSpec {
     pub b: f64,
     /// The evaluator's anchor (an f32 value).
     pub anchor: f64,
-    /// p(x) = (x − z) · q(x) with z = `anchor`, an exact zero of f: relative accuracy
-    /// near it, and p(z) = 0 exactly.
+    /// p(x) = v + (x − z) · q(x) with z = `anchor` and v = `anchor_value`: at an exact
+    /// zero of f (v = 0) relative accuracy near it and p(z) = 0 exactly; beside a root
+    /// of f between two f32 values (v = f(z) rounded to f32, z the one of the two where
+    /// |f| is smaller) the table returns v at z and stays relatively accurate at the f32
+    /// values around the root, where an unanchored piece cancels to rounding noise.
     pub zero_anchored: bool,
+    /// v above (0 unless anchored beside a root that is no f32 value).
+    pub anchor_value: f64,
     /// Interpolate f here, at or next to the left end (C0): the nominal breakpoint,
     /// which lies inside [a, b] when the interval was widened.
     pub pin_left: Option<f64>,
@@ -198,8 +203,10 @@ struct Problem<'a> {
     zero: bool,
     /// The zero z of f (when `zero`).
     z: f64,
-    /// The order of that zero: p = (x − z)^order · q (when `zero`).
+    /// The order of that zero: p = c0 + (x − z)^order · q (when `zero`).
     order: i32,
+    /// p's value at z: 0 at an exact zero, f(z) in f32 beside a root (order 1 then).
+    c0: f64,
     measure: ErrorMeasure,
     /// Pinned ends (s values) and the interpolated g values there.
     pins: Vec<(f64, f64)>,
@@ -231,6 +238,12 @@ impl Problem<'_> {
             } else {
                 x
             };
+            if self.c0 != 0.0 {
+                // Relative error (p − f)/f = (x − z)(q − g)/f: weight |x − z|/|f|.
+                let fx = (self.f)(xe);
+                let g = (fx - self.c0) / (xe - z);
+                return (g, (xe - z).abs() / fx.abs().max(1e-300));
+            }
             let g = (self.f)(xe) / (xe - z).powi(self.order);
             let w = match self.measure {
                 ErrorMeasure::Absolute => (x - z).abs().powi(self.order),
@@ -365,7 +378,10 @@ pub(crate) fn fit_piece(
     }
     let zero = spec.zero_anchored && degree > 0;
     // p = (x − z)^order · q.
-    let order = if zero {
+    let c0 = if zero { spec.anchor_value } else { 0.0 };
+    let order = if zero && c0 != 0.0 {
+        1
+    } else if zero {
         zero_order(f, spec.anchor, a, b, degree.max(1))
     } else {
         0
@@ -383,6 +399,7 @@ pub(crate) fn fit_piece(
         zero,
         z,
         order: order as i32,
+        c0,
         measure,
         pins: Vec::new(),
         n: dq,
@@ -427,7 +444,16 @@ pub(crate) fn fit_piece(
         for _ in 1..order {
             t.insert(0, 0.0);
         }
-        t.insert(0, if z == 0.0 { -0.0 } else { 0.0 });
+        t.insert(
+            0,
+            if c0 != 0.0 {
+                c0
+            } else if z == 0.0 {
+                -0.0
+            } else {
+                0.0
+            },
+        );
     }
     t.resize(degree + 1, 0.0);
     t.reverse();
@@ -791,6 +817,7 @@ mod tests {
             b: 1.0,
             anchor: 0.5,
             zero_anchored: false,
+            anchor_value: 0.0,
             pin_left: None,
             pin_right: None,
         };

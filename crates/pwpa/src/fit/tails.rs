@@ -150,6 +150,7 @@ fn fit_exp2_tail_span(g: Func<'_>, end: f32, right: bool) -> Option<FittedTail> 
             b,
             anchor: endf,
             zero_anchored: false,
+            anchor_value: 0.0,
             pin_left: None,
             pin_right: None,
         };
