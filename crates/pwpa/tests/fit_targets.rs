@@ -1768,3 +1768,42 @@ fn degree_1_pieces_beside_zeros_are_placed_for_their_order() {
     let worst = max_rel(t, f, even.chain(near));
     assert!(worst < 0.08, "{worst:e}");
 }
+
+/// Roots that only one anchor per piece cannot all serve: a piece holding two or more
+/// roots between f32 values stays unanchored (anchored at one, sin on [2, 7] in one piece of
+/// degree 9 measured 0.99 against 0.32 unanchored), and a root in a piece anchored
+/// elsewhere (at an exact zero) counts its f32 rounding noise in the piece's error, so
+/// placement moves it into a piece of its own (sin on [−8, 8], 5×5: 7.4 at −π in the piece
+/// anchored at 0, now 0.18). Roots just outside the range and in narrow ranges are found
+/// (sin on [3.1415927, 4], 4×3: 5.4e-2 at the low end; sin on [3, 3.3]: 3.5e-3). The
+/// tester's cases (session 23), checked on every f32 within 2^12 steps of each root and
+/// 2^18 + 1 points.
+#[test]
+fn roots_that_one_anchor_cannot_serve() {
+    type Case = (fn(f64) -> f64, (f64, f64), usize, usize, f64);
+    let cases: [Case; 4] = [
+        (f64::sin, (2.0, 7.0), 1, 9, 0.33),
+        (f64::sin, (-8.0, 8.0), 5, 5, 0.2),
+        (f64::sin, (std::f32::consts::PI as f64, 4.0), 4, 3, 1e-5),
+        (f64::sin, (3.0, 3.3), 4, 3, 1e-5),
+    ];
+    for (f, range, p, d, bound) in cases {
+        let o = fit_expr("sin(x)", range, p, d, ErrorMeasure::Relative).unwrap();
+        let t = &o.table;
+        let mut near: Vec<f32> = sign_changes(f, range.0, range.1, 1 << 14);
+        near.push(range.0 as f32);
+        let near = near.into_iter().flat_map(|z| f32_steps(z, 1 << 12));
+        let even = (0..=1 << 18)
+            .map(|k| (range.0 + (range.1 - range.0) * k as f64 / (1 << 18) as f64) as f32);
+        let xs = near
+            .chain(even)
+            .filter(|&x| x as f64 >= range.0 && x as f64 <= range.1);
+        let worst = max_rel(t, f, xs);
+        assert!(worst < bound, "{range:?} {p}x{d}: {worst:e}");
+        assert!(
+            o.verified_error >= worst * 0.99,
+            "{range:?}: {} {worst:e}",
+            o.verified_error
+        );
+    }
+}

@@ -427,11 +427,11 @@ fn root_at(f: &(dyn Fn(f64) -> f64 + Sync), z: f32, next: f32, far: f32) -> bool
 }
 
 /// The roots of f in [lo, hi] that lie between two adjacent f32 values (f nonzero at
-/// both, of opposite signs, and small there: below 2^-10 of |f| at the samples around it,
-/// so not a pole or a jump), found like [`exact_zeros`]'s sign changes (16,385 samples,
-/// at most [`MAX_ROOTS`]): (z, f(z) rounded to f32) with z the one of the two where |f|
-/// is smaller, in increasing z. Roots whose f32 value would be subnormal or 0 are left
-/// out.
+/// both, of opposite signs, and growing away from them like a root, [`root_like`], not a
+/// pole or a jump), found like [`exact_zeros`]'s sign changes (16,385 samples,
+/// at most [`MAX_ROOTS`]), and a root just beyond an end (the end is then z): (z, f(z)
+/// rounded to f32) with z the one of the two where |f| is smaller and normal in f32, in
+/// increasing z.
 fn near_roots(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<(f32, f32)> {
     const SAMPLES: usize = 16384;
     let (l, h) = (lo as f64, hi as f64);
@@ -467,20 +467,55 @@ fn near_roots(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<(f32, f3
         {
             continue; // an exact zero (exact_zeros has it), or NaN
         }
-        let (z, v) = if fa.abs() <= fb.abs() {
-            (a, fa)
-        } else {
-            (b, fb)
+        // the neighbour of smaller |f| whose f32 value is normal
+        let mut pair = [(a, fa), (b, fb)];
+        pair.sort_by(|p, q| p.1.abs().total_cmp(&q.1.abs()));
+        let Some(&(z, v)) = pair.iter().find(|p| (p.1 as f32).is_normal()) else {
+            continue;
         };
-        let small = v.abs() <= ya.abs().max(yb.abs()) / 1024.0;
-        if small && (v as f32).is_normal() {
+        if root_like(f, a, b, v) {
             roots.push((z, v as f32));
             if roots.len() == MAX_ROOTS {
                 break;
             }
         }
     }
+    // A root just outside an end: f changes sign between the end and the f32 beyond it,
+    // so the end is the input beside the root (sin on [3.1415927, 4]: π is below it).
+    for (end, beyond) in [(lo, lo.next_down()), (hi, hi.next_up())] {
+        let (fe, fb) = (f(end as f64), f(beyond as f64));
+        let (a, b) = if end == lo {
+            (beyond, end)
+        } else {
+            (end, beyond)
+        };
+        if fe.is_finite()
+            && fb.is_finite()
+            && fe != 0.0
+            && fb != 0.0
+            && (fe < 0.0) != (fb < 0.0)
+            && (fe as f32).is_normal()
+            && fe.abs() <= fb.abs()
+            && root_like(f, a, b, fe)
+            && !roots.iter().any(|r| r.0 == end)
+        {
+            roots.push((end, fe as f32));
+        }
+    }
+    roots.sort_by(|p, q| p.0.total_cmp(&q.0));
+    roots.truncate(MAX_ROOTS);
     roots
+}
+
+/// Whether a sign change of f between the adjacent f32 values a < b, where |f| is at most
+/// |v|, is a root and not a pole or a jump: 64 f32 steps out on both sides |f| has grown to
+/// at least 8|v| (about 64 times for a simple root; a pole's |f| falls away, a jump's stays).
+fn root_like(f: &(dyn Fn(f64) -> f64 + Sync), a: f32, b: f32, v: f64) -> bool {
+    let (fa, fb) = (
+        f(f32_of_key(f32_key(a) - 64) as f64),
+        f(f32_of_key(f32_key(b) + 64) as f64),
+    );
+    fa.abs().min(fb.abs()) >= 8.0 * v.abs()
 }
 
 /// The most roots between f32 values a relative-error fit anchors pieces beside.

@@ -52,7 +52,9 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
                     converged: true,
                 }
             } else {
-                fit_piece(ctx.f, &spec, d, ctx.method, ctx.measure)
+                let mut pf = fit_piece(ctx.f, &spec, d, ctx.method, ctx.measure);
+                pf.error = pf.error.max(root_noise(ctx, a, b, spec.anchor, &pf.coeffs));
+                pf
             };
             (spec.anchor as f32, pf)
         })
@@ -119,12 +121,63 @@ fn zero_anchor(ctx: &Ctx, a: f64, b: f64) -> Option<(f64, f64)> {
     pick(&|z| a <= z && b >= z)
         .or_else(|| pick(&|z| (a > z && a - z <= NEAR) || (b < z && z - b <= NEAR)))
         .map(|z| (z, 0.0))
-        .or_else(|| {
-            // the first root at or after a (roots are sorted)
-            let i = ctx.roots.partition_point(|&(z, _)| (z as f64) < a);
-            let (z, v) = *ctx.roots.get(i)?;
-            (z as f64 <= b).then_some((z as f64, v as f64))
+        .or_else(|| match roots_in(ctx, a, b) {
+            // one root only: anchored at another, a piece holding two or more was worse
+            // than the plain fit (sin on [2, 7], 1×9: 0.32 → 0.99), and placement splits
+            // them apart ([`root_noise`])
+            [(z, v)] => Some((*z as f64, *v as f64)),
+            _ => None,
         })
+}
+
+/// The number of exact zeros of f inside the range (not at its ends).
+fn interior_zeros(ctx: &Ctx) -> usize {
+    ctx.zeros
+        .iter()
+        .filter(|&&z| z > ctx.lo && z < ctx.hi)
+        .count()
+}
+
+/// The roots of f between two f32 values ([`super::Ctx::roots`]) in [a, b].
+fn roots_in<'c>(ctx: &'c Ctx, a: f64, b: f64) -> &'c [(f32, f32)] {
+    let i = ctx.roots.partition_point(|&(z, _)| (z as f64) < a);
+    let j = ctx.roots.partition_point(|&(z, _)| (z as f64) <= b);
+    &ctx.roots[i..j.max(i)]
+}
+
+/// The relative error of a piece's f32 evaluation at the f32 values beside the roots of f
+/// it holds but is not anchored at (it holds an exact zero, or several roots): there its
+/// terms cancel to rounding noise, which the f64 fit does not see (sin on [−8, 8] with 5
+/// pieces of degree 5: 7.4 at −π, in the piece anchored at 0, while its fit said 9e-4).
+/// Counted in the piece's error, so that placement moves such roots into pieces of their
+/// own. 0 for a piece without such roots.
+fn root_noise(ctx: &Ctx, a: f64, b: f64, anchor: f64, coeffs: &[f64]) -> f64 {
+    let rs = roots_in(ctx, a, b);
+    if rs.iter().all(|&(z, _)| z as f64 == anchor) {
+        return 0.0;
+    }
+    let c: Vec<f32> = coeffs.iter().map(|&c| c as f32).collect();
+    let an = anchor as f32;
+    let mut e = 0.0f64;
+    for &(z, _) in rs.iter().filter(|&&(z, _)| z as f64 != anchor) {
+        let xs = [
+            next_down(next_down(z)),
+            next_down(z),
+            z,
+            next_up(z),
+            next_up(next_up(z)),
+        ];
+        for x in xs.into_iter().filter(|&x| x as f64 >= a && x as f64 <= b) {
+            let want = (ctx.f)(x as f64);
+            if want.abs() < crate::metrics::REL_FLOOR {
+                continue;
+            }
+            let v = horner(&c, x - an) as f64;
+            let r = (v - want).abs() / want.abs();
+            e = if r.is_nan() { f64::INFINITY } else { e.max(r) };
+        }
+    }
+    e
 }
 
 /// Rounds f64 points to a strictly increasing f32 list with the exact ends.
@@ -206,7 +259,23 @@ pub(crate) fn adaptive(
     let uniform: Vec<f64> = (0..=p)
         .map(|i| lo + (hi - lo) * i as f64 / p as f64)
         .collect();
-    let first = equidistribute(ctx, p, d, uniform, floor, progress)?;
+    // With several exact zeros inside, both ways of giving them breakpoints (the nearest
+    // point moved onto each, or each at its own fraction with the segments between split
+    // evenly): neither is better everywhere (hardswish 256×1 relative 2.2e-4 moved, 6.8e-5
+    // segmented; x(x² − 1)(x² − 4) on [−3, 3] 10×2 0.128 moved, 0.229 segmented).
+    let several = interior_zeros(ctx) >= 2;
+    let run = |start: Vec<f64>| -> Result<Option<Pieces>> {
+        let moved = equidistribute(ctx, p, d, start.clone(), floor, false, progress)?;
+        if !several {
+            return Ok(moved);
+        }
+        let seg = equidistribute(ctx, p, d, start, floor, true, progress)?;
+        Ok(match (moved, seg) {
+            (Some(a), Some(b)) => Some(if b.max_error() < a.max_error() { b } else { a }),
+            (a, b) => a.or(b),
+        })
+    };
+    let first = run(uniform)?;
     let unequal = |pcs: &Pieces| {
         let mut e = pcs.errors.clone();
         e.sort_by(f64::total_cmp);
@@ -217,7 +286,7 @@ pub(crate) fn adaptive(
         return Ok(first.expect("checked"));
     }
     let split = split_points(ctx, p, d)?;
-    let second = equidistribute(ctx, p, d, split, floor, progress)?;
+    let second = run(split)?;
     let best = match (first, second) {
         (Some(a), Some(b)) => Some(if b.max_error() < a.max_error() { b } else { a }),
         (a, b) => a.or(b),
@@ -246,7 +315,8 @@ fn split_points(ctx: &Ctx, p: usize, d: usize) -> Result<Vec<f64>> {
             pin_left: None,
             pin_right: None,
         };
-        let e = fit_piece(ctx.f, &spec, d, ctx.method, ctx.measure).error;
+        let pf = fit_piece(ctx.f, &spec, d, ctx.method, ctx.measure);
+        let e = pf.error.max(root_noise(ctx, a, b, spec.anchor, &pf.coeffs));
         if e.is_nan() {
             f64::INFINITY
         } else {
@@ -328,13 +398,15 @@ fn split_points(ctx: &Ctx, p: usize, d: usize) -> Result<Vec<f64>> {
 }
 
 /// The equidistribution iterations from `pts` (p + 1 points): the best partition seen,
-/// None when the points cannot be made distinct f32 values.
+/// None when the points cannot be made distinct f32 values. `segmented`: several zeros
+/// keep their own points and split the segments between them (see the targets below).
 fn equidistribute(
     ctx: &Ctx,
     p: usize,
     d: usize,
     mut pts: Vec<f64>,
     floor: f64,
+    segmented: bool,
     progress: &dyn Fn(Progress),
 ) -> Result<Option<Pieces>> {
     let (lo, hi) = (ctx.lo as f64, ctx.hi as f64);
@@ -438,8 +510,14 @@ fn equidistribute(
         // 2.23e-3, but the catalogue's exact bf16 erf 17 → 20 pieces, tanh 16 → 17,
         // elu 12 → 11).
         let cur: Vec<f64> = p32.iter().map(|&v| v as f64).collect();
+        // (With several zeros, the run that moves points onto them keeps k for every piece:
+        // x(x² − 1)(x² − 4) on [−3, 3], 16×1, 0.249 with k against 0.268 with k − 1.)
         let anchored: Vec<bool> = (0..p)
-            .map(|i| d == 1 && zero_anchor(ctx, cur[i], cur[i + 1]).is_some())
+            .map(|i| {
+                d == 1
+                    && (segmented || interior_zeros(ctx) < 2)
+                    && zero_anchor(ctx, cur[i], cur[i + 1]).is_some()
+            })
             .collect();
         let e_common =
             (errs.iter().map(|e| e.max(0.0).powf(1.0 / k)).sum::<f64>() / p as f64).powf(k);
@@ -470,12 +548,12 @@ fn equidistribute(
             cum[i + 1] = cum[i] + dens[i] * (cur[i + 1] - cur[i]);
         }
         let total = cum[p];
-        // The targets: equal fractions of the integral, except with several zeros inside
-        // (relative error; each must be a breakpoint): each zero takes the point at its own
-        // rounded fraction, and the points between two of them split that segment's
-        // integral evenly. (Moving the nearest equidistributed point onto a zero instead
-        // made the pieces beside it jump between iterations, and the placement stopped
-        // with pieces beside x³ − x's zeros at ±1 four times as bad as those near ±0.4.)
+        // The targets: equal fractions of the integral, except when `segmented` with
+        // several zeros inside (relative error; each must be a breakpoint): each zero takes
+        // the point at its own rounded fraction, and the points between two of them split
+        // that segment's integral evenly. (Moving the nearest equidistributed point onto a
+        // zero, `snap` alone, can make the pieces beside it jump between iterations: x³ − x
+        // 16×1 stopped with the pieces beside ±1 four times as bad as those near ±0.4.)
         let at = |x: f64| {
             let i = cur.partition_point(|&c| c <= x).clamp(1, p) - 1;
             cum[i] + dens[i] * (x - cur[i])
@@ -491,7 +569,7 @@ fn equidistribute(
             zs.truncate(p - 1);
             zs.sort_by(f64::total_cmp);
             let mut f = vec![(0, 0.0)];
-            if zs.len() >= 2 {
+            if segmented && zs.len() >= 2 {
                 let n = zs.len();
                 for (m, &z) in zs.iter().enumerate() {
                     let c = at(z);
