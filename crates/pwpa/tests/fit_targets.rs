@@ -1767,6 +1767,13 @@ fn degree_1_pieces_beside_zeros_are_placed_for_their_order() {
         .flat_map(|z| f32_steps(z, 1 << 12));
     let worst = max_rel(t, f, even.chain(near));
     assert!(worst < 0.08, "{worst:e}");
+    // The order-aware density is one of the variants tried, not the rule: with it alone,
+    // silu 128×1 on [−20, 20] measured 2.45e-3 against 1.80e-3 without it.
+    let silu = |x: f64| x / (1.0 + (-x).exp());
+    let o = fit_expr("silu", (-20.0, 20.0), 128, 1, ErrorMeasure::Relative).unwrap();
+    let even = (0..=1 << 20).map(|k| (-20.0 + 40.0 * k as f64 / (1 << 20) as f64) as f32);
+    let worst = max_rel(&o.table, silu, even.chain(f32_steps(0.0, 1 << 12)));
+    assert!(worst < 1.9e-3, "silu: {worst:e}");
 }
 
 /// Roots that only one anchor per piece cannot all serve: a piece holding two or more

@@ -259,21 +259,36 @@ pub(crate) fn adaptive(
     let uniform: Vec<f64> = (0..=p)
         .map(|i| lo + (hi - lo) * i as f64 / p as f64)
         .collect();
-    // With several exact zeros inside, both ways of giving them breakpoints (the nearest
-    // point moved onto each, or each at its own fraction with the segments between split
-    // evenly): neither is better everywhere (hardswish 256×1 relative 2.2e-4 moved, 6.8e-5
-    // segmented; x(x² − 1)(x² − 4) on [−3, 3] 10×2 0.128 moved, 0.229 segmented).
+    // Variants run from each start, the best kept. With several exact zeros inside, both
+    // ways of giving them breakpoints (the nearest point moved onto each, or each at its own
+    // fraction with the segments between split evenly): neither is better everywhere
+    // (hardswish 256×1 relative 2.2e-4 moved, 6.8e-5 segmented; x(x² − 1)(x² − 4) on
+    // [−3, 3] 10×2 0.128 moved, 0.229 segmented). At degree 1 with a zero or root to anchor
+    // at, with and without the anchored pieces' own density (`anchored_order`): x³ − x 16×1
+    // 0.075 with it against 0.109, silu 128×1 2.4e-3 with it against 1.8e-3.
     let several = interior_zeros(ctx) >= 2;
+    let mut variants = vec![Variant::default()];
+    if several {
+        variants.push(Variant {
+            segmented: true,
+            anchored_order: d == 1,
+        });
+    } else if d == 1 && !(ctx.zeros.is_empty() && ctx.roots.is_empty()) {
+        variants.push(Variant {
+            segmented: false,
+            anchored_order: true,
+        });
+    }
     let run = |start: Vec<f64>| -> Result<Option<Pieces>> {
-        let moved = equidistribute(ctx, p, d, start.clone(), floor, false, progress)?;
-        if !several {
-            return Ok(moved);
+        let mut best: Option<Pieces> = None;
+        for &v in &variants {
+            if let Some(b) = equidistribute(ctx, p, d, start.clone(), floor, v, progress)? {
+                if best.as_ref().is_none_or(|a| b.max_error() < a.max_error()) {
+                    best = Some(b);
+                }
+            }
         }
-        let seg = equidistribute(ctx, p, d, start, floor, true, progress)?;
-        Ok(match (moved, seg) {
-            (Some(a), Some(b)) => Some(if b.max_error() < a.max_error() { b } else { a }),
-            (a, b) => a.or(b),
-        })
+        Ok(best)
     };
     let first = run(uniform)?;
     let unequal = |pcs: &Pieces| {
@@ -397,16 +412,25 @@ fn split_points(ctx: &Ctx, p: usize, d: usize) -> Result<Vec<f64>> {
     Ok(pts)
 }
 
+/// How [`equidistribute`] treats the zeros of f.
+#[derive(Clone, Copy, Debug, Default)]
+struct Variant {
+    /// Several zeros keep their own points and split the segments between them (see the
+    /// targets in [`equidistribute`]); else the nearest point is moved onto each.
+    segmented: bool,
+    /// Degree-1 pieces anchored at a zero or root get the density of their own order.
+    anchored_order: bool,
+}
+
 /// The equidistribution iterations from `pts` (p + 1 points): the best partition seen,
-/// None when the points cannot be made distinct f32 values. `segmented`: several zeros
-/// keep their own points and split the segments between them (see the targets below).
+/// None when the points cannot be made distinct f32 values.
 fn equidistribute(
     ctx: &Ctx,
     p: usize,
     d: usize,
     mut pts: Vec<f64>,
     floor: f64,
-    segmented: bool,
+    v: Variant,
     progress: &dyn Fn(Progress),
 ) -> Result<Option<Pieces>> {
     let (lo, hi) = (ctx.lo as f64, ctx.hi as f64);
@@ -505,19 +529,14 @@ fn equidistribute(
         // it should integrate to E^(1/k) where e = E, i.e. density c·E^(1/k − 1/(k−1)),
         // with E estimated from the pieces' e^(1/k). (With k for it too, a degree-1 piece
         // beside a zero stayed twice as bad as the rest: x³ − x on [−2, 2], 16 × 1
-        // relative, 0.109 beside ±1 against 0.05 elsewhere.) Degree 1 only, where the
-        // exponent halves: from degree 2 the results were mixed (x³ − x 16 × 2 2.26e-3 →
-        // 2.23e-3, but the catalogue's exact bf16 erf 17 → 20 pieces, tanh 16 → 17,
-        // elu 12 → 11).
+        // relative, 0.109 beside ±1 against 0.05 elsewhere.) Degree 1 only (`anchored_order`
+        // is set for degree 1 only), where the exponent halves: from degree 2 the results
+        // were mixed (x³ − x 16 × 2 2.26e-3 → 2.23e-3, but the catalogue's exact bf16 erf
+        // 17 → 20 pieces, tanh 16 → 17, elu 12 → 11), and even at degree 1 not always
+        // better (silu 128×1 1.8e-3 → 2.4e-3), so it is one of the variants tried.
         let cur: Vec<f64> = p32.iter().map(|&v| v as f64).collect();
-        // (With several zeros, the run that moves points onto them keeps k for every piece:
-        // x(x² − 1)(x² − 4) on [−3, 3], 16×1, 0.249 with k against 0.268 with k − 1.)
         let anchored: Vec<bool> = (0..p)
-            .map(|i| {
-                d == 1
-                    && (segmented || interior_zeros(ctx) < 2)
-                    && zero_anchor(ctx, cur[i], cur[i + 1]).is_some()
-            })
+            .map(|i| v.anchored_order && zero_anchor(ctx, cur[i], cur[i + 1]).is_some())
             .collect();
         let e_common =
             (errs.iter().map(|e| e.max(0.0).powf(1.0 / k)).sum::<f64>() / p as f64).powf(k);
@@ -548,7 +567,7 @@ fn equidistribute(
             cum[i + 1] = cum[i] + dens[i] * (cur[i + 1] - cur[i]);
         }
         let total = cum[p];
-        // The targets: equal fractions of the integral, except when `segmented` with
+        // The targets: equal fractions of the integral, except when `v.segmented` with
         // several zeros inside (relative error; each must be a breakpoint): each zero takes
         // the point at its own rounded fraction, and the points between two of them split
         // that segment's integral evenly. (Moving the nearest equidistributed point onto a
@@ -569,7 +588,7 @@ fn equidistribute(
             zs.truncate(p - 1);
             zs.sort_by(f64::total_cmp);
             let mut f = vec![(0, 0.0)];
-            if segmented && zs.len() >= 2 {
+            if v.segmented && zs.len() >= 2 {
                 let n = zs.len();
                 for (m, &z) in zs.iter().enumerate() {
                     let c = at(z);
