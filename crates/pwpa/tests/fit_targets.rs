@@ -1814,3 +1814,44 @@ fn roots_that_one_anchor_cannot_serve() {
         );
     }
 }
+
+/// A root at a piece's end whose f64 value is rounding noise (sin(πx) at 3: f(3) = 3.7e-16
+/// in f64): the anchored piece's slope there comes from a central difference, not from
+/// f − f(z) over a 1e-15 offset (the fitted slope was −3.25, not −π: 3.4e-2 on [2.99, 3]);
+/// points that land just beside a root move onto it (sin(πx) on [−4, 4], 32×3: 2.8e-3 at
+/// −1.0000046 beside a breakpoint at −1.0000043); and a root with an infinite slope is not
+/// anchored (sqrt(x − 1) − 1e-4 on [1, 2], 8×3: 23.7 anchored, 0.97 as before). The second
+/// tester's cases (session 23), checked on every f32 within 2^12 steps of each root and
+/// 2^18 + 1 points.
+#[test]
+fn roots_at_piece_ends_and_roots_without_a_slope() {
+    let sinpi = |x: f64| (std::f64::consts::PI * x).sin();
+    type Case = (&'static str, fn(f64) -> f64, (f64, f64), usize, usize, f64);
+    let cases: [Case; 4] = [
+        ("sin(pi*x)", sinpi, (2.99, 3.0), 1, 3, 1e-6),
+        ("sin(pi*x)", sinpi, (-4.0, 4.0), 32, 3, 5e-4),
+        ("sin(pi*x)", sinpi, (-4.0, 4.0), 256, 3, 1e-6),
+        (
+            "sqrt(x-1)-1e-4",
+            |x| (x - 1.0).sqrt() - 1e-4,
+            (1.0, 2.0),
+            8,
+            3,
+            1.0,
+        ),
+    ];
+    for (name, f, range, p, d, bound) in cases {
+        let o = fit_expr(name, range, p, d, ErrorMeasure::Relative).unwrap();
+        let t = &o.table;
+        let mut near: Vec<f32> = sign_changes(f, range.0, range.1, 1 << 14);
+        near.extend([range.0 as f32, range.1 as f32]);
+        let near = near.into_iter().flat_map(|z| f32_steps(z, 1 << 12));
+        let even = (0..=1 << 18)
+            .map(|k| (range.0 + (range.1 - range.0) * k as f64 / (1 << 18) as f64) as f32);
+        let xs = near
+            .chain(even)
+            .filter(|&x| x as f64 >= range.0 && x as f64 <= range.1);
+        let worst = max_rel(t, f, xs);
+        assert!(worst < bound, "{name} {range:?} {p}x{d}: {worst:e}");
+    }
+}

@@ -241,7 +241,15 @@ impl Problem<'_> {
             if self.c0 != 0.0 {
                 // Relative error (p − f)/f = (x − z)(q − g)/f: weight |x − z|/|f|.
                 let fx = (self.f)(xe);
-                let g = (fx - self.c0) / (xe - z);
+                let g = if x == z {
+                    // g(z) = f′(z), by a central difference: f − c0 over the tiny offset
+                    // above is f64 rounding noise over 1e-15 (sin(πx) at 3, where f(3) is
+                    // 3.7e-16 in f64: the fitted slope came out −3.25, not −π)
+                    let d = self.h * 2f64.powi(-17);
+                    ((self.f)(z + d) - (self.f)(z - d)) / (2.0 * d)
+                } else {
+                    (fx - self.c0) / (xe - z)
+                };
                 return (g, (xe - z).abs() / fx.abs().max(1e-300));
             }
             let g = (self.f)(xe) / (xe - z).powi(self.order);
