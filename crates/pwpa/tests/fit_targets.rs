@@ -1718,6 +1718,30 @@ fn sign_changes(f: impl Fn(f64) -> f64, lo: f64, hi: f64, n: usize) -> Vec<f32> 
     out
 }
 
+/// A relative fit of `name` (f) on `range` with p×d pieces, and its largest relative error
+/// measured independently over every f32 within `steps` of each root of f between f32
+/// values and of both ends (inside the range), and 2^18 + 1 evenly spaced points.
+fn root_fit_error(
+    name: &str,
+    f: fn(f64) -> f64,
+    range: (f64, f64),
+    p: usize,
+    d: usize,
+    steps: usize,
+) -> (FitOutcome, f64) {
+    let o = fit_expr(name, range, p, d, ErrorMeasure::Relative).unwrap();
+    let mut near: Vec<f32> = sign_changes(f, range.0, range.1, 1 << 14);
+    near.extend([range.0 as f32, range.1 as f32]);
+    let near = near.into_iter().flat_map(|z| f32_steps(z, steps));
+    let even =
+        (0..=1 << 18).map(|k| (range.0 + (range.1 - range.0) * k as f64 / (1 << 18) as f64) as f32);
+    let xs = near
+        .chain(even)
+        .filter(|&x| x as f64 >= range.0 && x as f64 <= range.1);
+    let worst = max_rel(&o.table, f, xs);
+    (o, worst)
+}
+
 /// A relative fit of a function whose roots are no f32 values (sin beside kπ, cos beside
 /// π/2, x − 0.1) anchors the piece holding a root at the f32 beside it with the value
 /// f(z): the f32 values around the root keep relative accuracy. Before, the pieces'
@@ -1735,14 +1759,11 @@ fn relative_fits_anchor_roots_between_f32_values() {
         ("sin(x)", f64::sin, (-100.0, 100.0), 512, 4, 1e-4),
     ];
     for (name, f, range, p, d, bound) in cases {
-        let o = fit_expr(name, range, p, d, ErrorMeasure::Relative).unwrap();
-        let t = &o.table;
-        let roots = sign_changes(f, range.0, range.1, 1 << 14);
-        assert!(!roots.is_empty(), "{name}");
-        let near = roots.iter().flat_map(|&z| f32_steps(z, 1 << 14));
-        let even = (0..=1 << 18)
-            .map(|k| (range.0 + (range.1 - range.0) * k as f64 / (1 << 18) as f64) as f32);
-        let worst = max_rel(t, f, near.chain(even));
+        assert!(
+            !sign_changes(f, range.0, range.1, 1 << 14).is_empty(),
+            "{name}"
+        );
+        let (o, worst) = root_fit_error(name, f, range, p, d, 1 << 14);
         assert!(worst < bound, "{name} {p}x{d}: {worst:e}");
         assert!(
             o.verified_error >= worst * 0.99,
@@ -1795,17 +1816,7 @@ fn roots_that_one_anchor_cannot_serve() {
         (f64::sin, (3.0, 3.3), 4, 3, 1e-5),
     ];
     for (f, range, p, d, bound) in cases {
-        let o = fit_expr("sin(x)", range, p, d, ErrorMeasure::Relative).unwrap();
-        let t = &o.table;
-        let mut near: Vec<f32> = sign_changes(f, range.0, range.1, 1 << 14);
-        near.push(range.0 as f32);
-        let near = near.into_iter().flat_map(|z| f32_steps(z, 1 << 12));
-        let even = (0..=1 << 18)
-            .map(|k| (range.0 + (range.1 - range.0) * k as f64 / (1 << 18) as f64) as f32);
-        let xs = near
-            .chain(even)
-            .filter(|&x| x as f64 >= range.0 && x as f64 <= range.1);
-        let worst = max_rel(t, f, xs);
+        let (o, worst) = root_fit_error("sin(x)", f, range, p, d, 1 << 12);
         assert!(worst < bound, "{range:?} {p}x{d}: {worst:e}");
         assert!(
             o.verified_error >= worst * 0.99,
@@ -1841,17 +1852,7 @@ fn roots_at_piece_ends_and_roots_without_a_slope() {
         ),
     ];
     for (name, f, range, p, d, bound) in cases {
-        let o = fit_expr(name, range, p, d, ErrorMeasure::Relative).unwrap();
-        let t = &o.table;
-        let mut near: Vec<f32> = sign_changes(f, range.0, range.1, 1 << 14);
-        near.extend([range.0 as f32, range.1 as f32]);
-        let near = near.into_iter().flat_map(|z| f32_steps(z, 1 << 12));
-        let even = (0..=1 << 18)
-            .map(|k| (range.0 + (range.1 - range.0) * k as f64 / (1 << 18) as f64) as f32);
-        let xs = near
-            .chain(even)
-            .filter(|&x| x as f64 >= range.0 && x as f64 <= range.1);
-        let worst = max_rel(t, f, xs);
+        let (_, worst) = root_fit_error(name, f, range, p, d, 1 << 12);
         assert!(worst < bound, "{name} {range:?} {p}x{d}: {worst:e}");
     }
 }
