@@ -1838,7 +1838,7 @@ fn roots_that_one_anchor_cannot_serve() {
 fn roots_at_piece_ends_and_roots_without_a_slope() {
     let sinpi = |x: f64| (std::f64::consts::PI * x).sin();
     type Case = (&'static str, fn(f64) -> f64, (f64, f64), usize, usize, f64);
-    let cases: [Case; 4] = [
+    let cases: [Case; 5] = [
         ("sin(pi*x)", sinpi, (2.99, 3.0), 1, 3, 1e-6),
         ("sin(pi*x)", sinpi, (-4.0, 4.0), 32, 3, 5e-4),
         ("sin(pi*x)", sinpi, (-4.0, 4.0), 256, 3, 1e-6),
@@ -1849,6 +1849,16 @@ fn roots_at_piece_ends_and_roots_without_a_slope() {
             8,
             3,
             1.0,
+        ),
+        // two roots 10 f32 steps apart: the uniform start (1.0 at x = 1, both in one piece)
+        // was kept; with roots the split start is tried too (0.33; 0.21 without root handling)
+        (
+            "(x-1.0000000596046448)*(x-1.0000012516975403)",
+            |x| (x - 1.0000000596046448) * (x - 1.0000012516975403),
+            (0.999, 1.001),
+            16,
+            1,
+            0.5,
         ),
     ];
     for (name, f, range, p, d, bound) in cases {
