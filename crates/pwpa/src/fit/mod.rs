@@ -348,26 +348,8 @@ fn exact_zeros(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<f32> {
     if lo <= 0.0 && hi >= 0.0 && f(0.0) == 0.0 && !(f(tiny) == 0.0 && f(-tiny) == 0.0) {
         zs.push(0.0);
     }
-    let (l, h) = (lo as f64, hi as f64);
-    let xs: Vec<f32> = (0..=SAMPLES)
-        .map(|i| (l + (h - l) * i as f64 / SAMPLES as f64) as f32)
-        .collect();
-    let ys: Vec<f64> = xs.iter().map(|&x| f(x as f64)).collect();
-    // Bisection over f32 values between a and b, `keep` holding at a and not at b: the
-    // adjacent pair where it stops holding (or where the midpoint stops moving).
-    let edge = |mut a: f32, mut b: f32, keep: &dyn Fn(f64) -> bool| -> (f32, f32) {
-        loop {
-            let m = (0.5 * (a as f64 + b as f64)) as f32;
-            if m == a || m == b {
-                return (a, b);
-            }
-            if keep(f(m as f64)) {
-                a = m;
-            } else {
-                b = m;
-            }
-        }
-    };
+    let (xs, ys) = samples(f, lo, hi, SAMPLES);
+    let edge = |a: f32, b: f32, keep: &dyn Fn(f64) -> bool| f32_edge(f, a, b, keep);
     let mut changes = 0;
     for i in 0..SAMPLES {
         let (ya, yb) = (ys[i], ys[i + 1]);
@@ -405,6 +387,37 @@ fn exact_zeros(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<f32> {
     zs
 }
 
+/// n + 1 evenly spaced f32 points of [lo, hi] and f at each.
+fn samples(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32, n: usize) -> (Vec<f32>, Vec<f64>) {
+    let (l, h) = (lo as f64, hi as f64);
+    let xs: Vec<f32> = (0..=n)
+        .map(|i| (l + (h - l) * i as f64 / n as f64) as f32)
+        .collect();
+    let ys = xs.iter().map(|&x| f(x as f64)).collect();
+    (xs, ys)
+}
+
+/// Bisection over f32 values between a and b, `keep` holding for f at a and not at b: the
+/// adjacent pair where it stops holding (or where the midpoint stops moving).
+fn f32_edge(
+    f: &(dyn Fn(f64) -> f64 + Sync),
+    mut a: f32,
+    mut b: f32,
+    keep: &dyn Fn(f64) -> bool,
+) -> (f32, f32) {
+    loop {
+        let m = (0.5 * (a as f64 + b as f64)) as f32;
+        if m == a || m == b {
+            return (a, b);
+        }
+        if keep(f(m as f64)) {
+            a = m;
+        } else {
+            b = m;
+        }
+    }
+}
+
 /// Whether f, 0 at z and not at the neighbouring f32 `next` (toward `far`), vanishes at z
 /// like (x − z)^m·g (m ≤ 3) with g smooth there: g at `next` within 10 % of g at
 /// z + (next − z)·1024 (or at `far` if nearer). A run of zeros that ends between two f32
@@ -434,11 +447,7 @@ fn root_at(f: &(dyn Fn(f64) -> f64 + Sync), z: f32, next: f32, far: f32) -> bool
 /// increasing z.
 fn near_roots(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<(f32, f32)> {
     const SAMPLES: usize = 16384;
-    let (l, h) = (lo as f64, hi as f64);
-    let xs: Vec<f32> = (0..=SAMPLES)
-        .map(|i| (l + (h - l) * i as f64 / SAMPLES as f64) as f32)
-        .collect();
-    let ys: Vec<f64> = xs.iter().map(|&x| f(x as f64)).collect();
+    let (xs, ys) = samples(f, lo, hi, SAMPLES);
     let mut roots = Vec::new();
     for i in 0..SAMPLES {
         let (ya, yb) = (ys[i], ys[i + 1]);
@@ -447,22 +456,10 @@ fn near_roots(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<(f32, f3
             continue;
         }
         let neg = ya < 0.0;
-        let (mut a, mut b) = (xs[i], xs[i + 1]);
-        let (fa, fb) = loop {
-            let m = (0.5 * (a as f64 + b as f64)) as f32;
-            if m == a || m == b {
-                break (f(a as f64), f(b as f64));
-            }
-            let y = f(m as f64);
-            if y == 0.0 || y.is_nan() {
-                break (y, y);
-            }
-            if (y < 0.0) == neg {
-                a = m;
-            } else {
-                b = m;
-            }
-        };
+        let (a, b) = f32_edge(f, xs[i], xs[i + 1], &|y| {
+            y != 0.0 && !y.is_nan() && (y < 0.0) == neg
+        });
+        let (fa, fb) = (f(a as f64), f(b as f64));
         if !(fa.is_finite() && fb.is_finite()) || fa == 0.0 || fb == 0.0 || (fa < 0.0) == (fb < 0.0)
         {
             continue; // an exact zero (exact_zeros has it), or NaN

@@ -130,12 +130,12 @@ fn zero_anchor(ctx: &Ctx, a: f64, b: f64) -> Option<(f64, f64)> {
         })
 }
 
-/// The number of exact zeros of f inside the range (not at its ends).
-fn interior_zeros(ctx: &Ctx) -> usize {
+/// The exact zeros of f inside the range (not at its ends).
+fn interior_zeros<'c>(ctx: &'c Ctx) -> impl Iterator<Item = f64> + 'c {
     ctx.zeros
         .iter()
         .filter(|&&z| z > ctx.lo && z < ctx.hi)
-        .count()
+        .map(|&z| z as f64)
 }
 
 /// The roots of f between two f32 values ([`super::Ctx::roots`]) in [a, b].
@@ -266,7 +266,7 @@ pub(crate) fn adaptive(
     // [−3, 3] 10×2 0.128 moved, 0.229 segmented). At degree 1 with a zero or root to anchor
     // at, with and without the anchored pieces' own density (`anchored_order`): x³ − x 16×1
     // 0.075 with it against 0.109, silu 128×1 2.4e-3 with it against 1.8e-3.
-    let several = interior_zeros(ctx) >= 2;
+    let several = interior_zeros(ctx).count() >= 2;
     let mut variants = vec![Variant::default()];
     if several {
         variants.push(Variant {
@@ -466,12 +466,7 @@ fn equidistribute(
     };
     let snap = |pts: &mut Vec<f64>| {
         snap_roots(pts);
-        let zs: Vec<f64> = ctx
-            .zeros
-            .iter()
-            .map(|&z| z as f64)
-            .filter(|&z| lo < z && hi > z)
-            .collect();
+        let zs: Vec<f64> = interior_zeros(ctx).collect();
         if p < 2 || zs.is_empty() {
             return;
         }
@@ -607,12 +602,7 @@ fn equidistribute(
             cum[i] + dens[i] * (x - cur[i])
         };
         let fixed: Vec<(usize, f64)> = {
-            let mut zs: Vec<f64> = ctx
-                .zeros
-                .iter()
-                .map(|&z| z as f64)
-                .filter(|&z| lo < z && hi > z)
-                .collect();
+            let mut zs: Vec<f64> = interior_zeros(ctx).collect();
             zs.sort_by_key(|&z| z != 0.0);
             zs.truncate(p - 1);
             zs.sort_by(f64::total_cmp);
