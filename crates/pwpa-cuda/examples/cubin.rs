@@ -47,6 +47,7 @@ fn main() {
         full_lut: false,
         wsub: 0,
         gw: 1,
+        tile_grid: false,
     };
     for a in args {
         let Some((k, v)) = a.split_once('=') else {

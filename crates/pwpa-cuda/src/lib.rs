@@ -24,7 +24,7 @@ pub use error::{Error, Result};
 pub use table::{
     grid_is_one_step, lookup_grid, lookup_grid_one_step, lookup_grid_ord_one_step,
     lookup_grid_with, ord_cell, ord_key, result_table, CudaTable, KernelChoice, KernelSpec,
-    LaunchOptions, LUT_BLOCK, LUT_BYTES,
+    LaunchOptions, LUT_BLOCK, LUT_BYTES, TILE_GRID_SMEM,
 };
 
 use cudarc::driver::sys;

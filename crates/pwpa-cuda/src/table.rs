@@ -403,6 +403,11 @@ pub struct KernelSpec {
     /// 8, 16 through a named barrier of the group; a tile is then `wsub` steps of
     /// 32 × `gw` × `unroll` chunks). See [`CudaTable::spec`].
     pub gw: u32,
+    /// Launch: one taker (block or group of warps) per tile, the grid covering every tile,
+    /// instead of a persistent grid of the blocks resident at once. (The kernel is the
+    /// same: a taker whose first tile is its own finds the next ticket past the end.)
+    /// See [`CudaTable::spec`].
+    pub tile_grid: bool,
 }
 
 fn dcode(d: DType) -> u32 {
@@ -598,6 +603,12 @@ impl KernelSpec {
         } else {
             d.push_str(", tiles per block");
         }
+        if self.tile_grid {
+            d.push_str(", a taker per tile (no persistent grid)");
+        }
+        if self.compact {
+            d.push_str(", exp2-tail compaction");
+        }
         d
     }
 
@@ -785,6 +796,20 @@ fn grid_factor() -> u64 {
     static GRID: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
     env_value(&GRID, "PWPA_CUDA_GRID", |g| (1..=1_000_000).contains(g)).unwrap_or(1)
 }
+
+/// Most bytes of shared memory a table may stage for [`KernelSpec::tile_grid`]:
+/// [`TILE_GRID_SMEM`], or PWPA_CUDA_TILE_GRID_KB (tuning, read once per process; 0 turns
+/// one taker per tile off).
+fn tile_grid_smem() -> usize {
+    static KB: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    env_value(&KB, "PWPA_CUDA_TILE_GRID_KB", |_| true).map_or(TILE_GRID_SMEM, |k| k * 1024)
+}
+
+/// Most bytes of shared memory a light table may stage to be launched with one taker per
+/// tile ([`KernelSpec::tile_grid`], the default of PWPA_CUDA_TILE_GRID_KB): tanh's and
+/// erf's catalogue tables stage 20–21 KB and gained on both H100s measured, elu's and
+/// selu's 35–36 KB and gained on one, lost on the other (see [`CudaTable::spec`]).
+pub const TILE_GRID_SMEM: usize = 24 * 1024;
 
 /// Most chunks in flight per thread with warp compaction of exp2-tail elements (its
 /// shared buffer holds a float per element of a thread's tile, and a tile's elements are
@@ -1315,6 +1340,7 @@ impl CudaTable {
             full_lut: false,
             wsub: 0,
             gw: 1,
+            tile_grid: false,
         };
         if let Some(bytes) = full_bytes {
             let spec = KernelSpec {
@@ -1519,6 +1545,24 @@ impl CudaTable {
         let idx = self.idx_bytes(crepl);
         let smem =
             rec_smem + if smem_idx { idx } else { 0 } + if compact { cbuf } else { 0 } + tl_bytes;
+        // Light tables that take one-step tiles per group of warps without compaction, whose
+        // staged table is small (TILE_GRID_SMEM): one taker per tile, the grid covering
+        // every tile, instead of a persistent grid (each block stages the table for the two
+        // tiles of its two groups). Measured on H100s (2026-11-27, session 24,
+        // fixed_cost.py, f32, N(0, 16), 2^28, µs, persistent → a tile per group; copy
+        // 711.5–715.3, eager 711.4–714.6), machine A (two rounds): tanh 712.3 → 710.3, erf
+        // 712.2–712.5 → 710.4, hardswish 711.4–711.6 → 708.8–708.9; machine B: tanh 726.0 →
+        // 710.8, erf 725.8 → 709.8, hardswish 724.1 → 708.2. Tables staging more lost on
+        // A (elu 712.7–712.8 → 718.1–718.2, selu 712.9–713.1 → 718.6–718.7; 35–36 KB),
+        // though they gained on B (elu 725.2 → 717.3, selu 724.9 → 718.6). It lost where
+        // the kernel is heavier (B: sigmoid with compaction 725.8 → 779.8, exp2-tail tables
+        // 745–747 → 813) and, for a reason not found, for every table with log-spaced
+        // breakpoints (the ordered-key lookup grid; staging 14–135 KB): sqrt, log, rsqrt
+        // 711–730 → 775–879 (B), reciprocal 711 → 771 (A). Machine B ran every pwpa f32
+        // kernel 1–2 % slower than A did (tanh 726 against 713 persistent) while its
+        // copy and eager ran as fast.
+        let tile_grid =
+            group_tiles && !compact && self.grid_shift.is_none() && smem <= tile_grid_smem();
         let fused = deriv.map(|d| {
             (
                 d.table.degree() as u32,
@@ -1542,6 +1586,7 @@ impl CudaTable {
                 taillut,
                 wsub,
                 gw,
+                tile_grid,
                 ..base
             },
             smem,
@@ -1854,8 +1899,17 @@ impl CudaTable {
         };
         let nscalar = n as u64 - ve * nchunks;
         let (tile, takers) = spec.tiles();
-        let (grid, mut pctr) =
-            self.grid_and_tickets(f, spec.block, smem, tile, takers, nchunks, nscalar, stream)?;
+        let (grid, mut pctr) = self.grid_and_tickets(
+            f,
+            spec.block,
+            smem,
+            tile,
+            takers,
+            nchunks,
+            nscalar,
+            spec.tile_grid,
+            stream,
+        )?;
         let tl = if spec.taillut || spec.full_lut {
             self.tail_lut_ptr(x_dtype, spec.full_lut)?
         } else {
@@ -1899,9 +1953,10 @@ impl CudaTable {
     }
 
     /// Grid size and the stream's tile-ticket counter for a streaming launch of `f`:
-    /// as many blocks as are resident at once (capped by `blocks_per_sm`), but no more
-    /// than there are tiles of `tile` chunks (taken by `takers` warps or blocks per block)
-    /// or `block`-element runs of scalar elements. The kernels count tickets in 32 bits.
+    /// as many blocks as are resident at once (capped by `blocks_per_sm`; with
+    /// `tile_grid` no cap), but no more than there are tiles of `tile` chunks (taken by
+    /// `takers` warps or groups per block) or `block`-element runs of scalar elements.
+    /// The kernels count tickets in 32 bits.
     #[allow(clippy::too_many_arguments)]
     fn grid_and_tickets(
         &self,
@@ -1912,13 +1967,18 @@ impl CudaTable {
         takers: u32,
         nchunks: u64,
         nscalar: u64,
+        tile_grid: bool,
         stream: u64,
     ) -> Result<(u32, u64)> {
         let per_sm = match self.opts.blocks_per_sm {
             0 => self.backend.occupancy(f, block, smem),
             b => b.min(self.backend.occupancy(f, block, smem)),
         };
-        let full = per_sm as u64 * self.backend.multiprocessors() as u64 * grid_factor();
+        let full = if tile_grid {
+            i32::MAX as u64
+        } else {
+            per_sm as u64 * self.backend.multiprocessors() as u64 * grid_factor()
+        };
         let ntiles = nchunks.div_ceil(tile);
         let grid = ntiles
             .div_ceil(takers as u64)
@@ -1961,6 +2021,7 @@ impl CudaTable {
             LUT_BLOCK / (32 * gw),
             nchunks,
             nscalar,
+            false,
             stream,
         )?;
         let (mut px, mut py, mut pl, mut pn, mut pv, mut pc) = (x, y, lut, n as u64, vbeg, nchunks);

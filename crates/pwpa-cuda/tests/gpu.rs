@@ -146,6 +146,88 @@ fn exp2_tail_shares_from_none_to_all_match_cpu() {
     }
 }
 
+/// The f32 forward pass of light tables on devices of at most 4 TB/s (an H100): one taker
+/// per tile (no persistent grid) where the staged table is small, beside a table with an
+/// exp2 tail near zero, which keeps compaction and the persistent grid. Checks that the host
+/// chooses the shape there (a rule that stopped choosing it would leave it untested) and
+/// that each is bit-identical to the CPU at sizes from one partial tile to many waves of
+/// blocks.
+#[test]
+fn tile_grid_launch_matches_cpu() {
+    let Some(b) = backend() else { return };
+    let mut r = Rng(23);
+    let h100_rules = b.peak_bandwidth() <= 4.0e12;
+    // Random tables of range within [-3.5, 3.5], arbitrary ones with pieces of similar
+    // widths (not log-spaced: those take another lookup, and a persistent grid).
+    let mut near = |arbitrary: bool, p: usize| loop {
+        let t = random_table(&mut r, arbitrary, p, 3, 3, 3);
+        let bp = t.breakpoints();
+        let widths: Vec<f64> = (0..bp.partitions())
+            .map(|i| bp.point(i + 1) - bp.point(i))
+            .collect();
+        let spread = widths.iter().fold(0f64, |a, &v| a.max(v))
+            / widths.iter().fold(f64::MAX, |a, &v| a.min(v));
+        if bp.lo() > -3.5 && bp.hi() < 3.5 && bp.is_uniform() != arbitrary && spread < 10.0 {
+            break t;
+        }
+    };
+    let gelu_like = near(true, 23);
+    let lo = gelu_like.breakpoints().lo();
+    let exp2 = pwpa::Tail::Exp2 {
+        negative: false,
+        anchor: lo,
+        coeffs: vec![std::f32::consts::LOG2_E, -0.1],
+    };
+    let lin = pwpa::Tail::Linear {
+        slope: 1.0,
+        intercept: 0.0,
+    };
+    let cases = [
+        ("light uniform table", near(false, 16), true),
+        ("light arbitrary table", near(true, 16), true),
+        (
+            "exp2 and linear tails (compaction)",
+            gelu_like.with_tails(exp2, lin).unwrap(),
+            false,
+        ),
+    ];
+    let mut grid_launches = 0;
+    for (what, t, light) in cases {
+        let ct = CudaTable::new(&b, &t).unwrap();
+        let (spec, smem) = ct.spec(DType::F32, DType::F32, None, false);
+        eprintln!("{what}: {smem} B of shared memory, {}", spec.describe());
+        grid_launches += spec.tile_grid as usize;
+        if h100_rules {
+            let ok = if light {
+                spec.tile_grid == (smem <= pwpa_cuda::TILE_GRID_SMEM) && !spec.compact
+            } else {
+                spec.compact && !spec.tile_grid
+            };
+            assert!(ok, "{what}: {spec:?}");
+        } else {
+            eprintln!("{what}: a device above 4 TB/s, whose rules keep a persistent grid");
+        }
+        let (lo, hi) = (t.breakpoints().lo() as f64, t.breakpoints().hi() as f64);
+        let w = hi - lo;
+        for n in [1usize, 37, 4096 * 4 + 3, 1 << 20, 3_000_017] {
+            let mut xs = random_inputs(&mut r, &t, n);
+            // Half the inputs spread over the tails and the breakpoints' range.
+            for x in xs.iter_mut().step_by(2) {
+                *x = r.range(lo - 3.0 * w - 8.0, hi + 3.0 * w + 8.0) as f32;
+            }
+            let y: Vec<f32> = ct.eval_host(&xs).unwrap();
+            assert_bits(&t, &xs, &y, &format!("{what}, n = {n}, f32->f32"));
+            let y: Vec<bf16> = ct.eval_host(&xs).unwrap();
+            assert_bits(&t, &xs, &y, &format!("{what}, n = {n}, f32->bf16"));
+        }
+    }
+    // The uniform table stages a few KB: it takes one taker per tile at least.
+    assert!(
+        !h100_rules || grid_launches >= 1,
+        "no table took one taker per tile"
+    );
+}
+
 /// 10^8 random f32 inputs (incl. specials) per table kind; release builds only (gpu_check.sh).
 #[test]
 #[ignore]

@@ -54,6 +54,7 @@ fn large_block_spec(xd: DType, yd: DType) -> KernelSpec {
         full_lut: false,
         wsub: 0,
         gw: 1,
+        tile_grid: false,
     }
 }
 
@@ -128,6 +129,7 @@ fn every_specialisation_compiles_for_sm90() {
                                 // Tile tickets per block, per warp and per group of 4 warps.
                                 wsub: [0, 2][k % 2],
                                 gw: [1, 1, 1, 4][k % 4],
+                                tile_grid: false,
                             };
                             let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
                                 .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
