@@ -451,8 +451,7 @@ fn near_roots(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<(f32, f3
     let mut roots = Vec::new();
     for i in 0..SAMPLES {
         let (ya, yb) = (ys[i], ys[i + 1]);
-        if !(ya.is_finite() && yb.is_finite()) || ya == 0.0 || yb == 0.0 || (ya < 0.0) == (yb < 0.0)
-        {
+        if !strict_sign_change(ya, yb) {
             continue;
         }
         let neg = ya < 0.0;
@@ -460,8 +459,7 @@ fn near_roots(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<(f32, f3
             y != 0.0 && !y.is_nan() && (y < 0.0) == neg
         });
         let (fa, fb) = (f(a as f64), f(b as f64));
-        if !(fa.is_finite() && fb.is_finite()) || fa == 0.0 || fb == 0.0 || (fa < 0.0) == (fb < 0.0)
-        {
+        if !strict_sign_change(fa, fb) {
             continue; // an exact zero (exact_zeros has it), or NaN
         }
         // the neighbour of smaller |f| whose f32 value is normal
@@ -486,11 +484,7 @@ fn near_roots(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<(f32, f3
         } else {
             (end, beyond)
         };
-        if fe.is_finite()
-            && fb.is_finite()
-            && fe != 0.0
-            && fb != 0.0
-            && (fe < 0.0) != (fb < 0.0)
+        if strict_sign_change(fe, fb)
             && (fe as f32).is_normal()
             && fe.abs() <= fb.abs()
             && root_like(f, a, b, fe)
@@ -502,6 +496,11 @@ fn near_roots(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<(f32, f3
     roots.sort_by(|p, q| p.0.total_cmp(&q.0));
     roots.truncate(MAX_ROOTS);
     roots
+}
+
+/// Whether a and b are finite, nonzero and of opposite signs.
+fn strict_sign_change(a: f64, b: f64) -> bool {
+    a.is_finite() && b.is_finite() && a != 0.0 && b != 0.0 && (a < 0.0) != (b < 0.0)
 }
 
 /// Whether a sign change of f between the adjacent f32 values a < b, where |f| is at most
