@@ -105,7 +105,7 @@ fn choice<T: Copy>(py: Python<'_>, what: &str, value: &str, options: &[(&str, T)
 #[pyfunction]
 #[pyo3(signature = (target, samples, range, partitions, degree, method, placement, measure,
                     max_error, vary_degree, exact, continuous, left_tail, right_tail, exp_tails,
-                    max_partitions, max_degree, progress))]
+                    max_partitions, max_degree, every_f32, progress))]
 pub fn fit(
     py: Python<'_>,
     target: Option<String>,
@@ -125,6 +125,7 @@ pub fn fit(
     exp_tails: bool,
     max_partitions: usize,
     max_degree: usize,
+    every_f32: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<NativeTable> {
     let method = choice(
@@ -193,6 +194,7 @@ pub fn fit(
         exp_tails,
         max_partitions,
         max_degree,
+        verify_every_f32: every_f32,
         cancel: Some(cancel.clone()),
     };
     let callback_error: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
@@ -231,29 +233,7 @@ pub fn fit(
         };
         pwpa::fit::fit(&target, &opts, &report)
     };
-    let table = py
-        .detach(|| {
-            std::thread::scope(|s| {
-                let (tx, rx) = std::sync::mpsc::channel::<()>();
-                let worker = s.spawn(move || {
-                    let r = work();
-                    drop(tx);
-                    r
-                });
-                // Disconnected: the worker finished (or panicked).
-                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                    rx.recv_timeout(std::time::Duration::from_millis(50))
-                {
-                    if let Err(e) = Python::attach(|py| py.check_signals()) {
-                        stop(e);
-                    }
-                }
-                worker
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
-            })
-        })
-        .py_err(py);
+    let table = interruptible(py, work, &stop).py_err(py);
     if let Some(e) = callback_error
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
@@ -261,6 +241,37 @@ pub fn fit(
         return Err(e);
     }
     Ok(NativeTable::new(table?))
+}
+
+/// Runs `work` on a worker thread while this one, without the GIL, looks for pending
+/// signals every 50 ms and passes each exception (Ctrl-C's KeyboardInterrupt) to `stop`,
+/// which should make `work` return soon (set its cancellation flag).
+pub fn interruptible<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> T + Send,
+    stop: &(dyn Fn(PyErr) + Sync),
+) -> T {
+    py.detach(|| {
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            let worker = s.spawn(move || {
+                let r = work();
+                drop(tx);
+                r
+            });
+            // Disconnected: the worker finished (or panicked).
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                rx.recv_timeout(std::time::Duration::from_millis(50))
+            {
+                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                    stop(e);
+                }
+            }
+            worker
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        })
+    })
 }
 
 /// The catalogue as (name, description, (lo, hi)) tuples.

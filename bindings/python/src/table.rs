@@ -406,14 +406,17 @@ impl NativeTable {
     }
 
     /// The error report against `target` (a catalogue name or expression; default:
-    /// the `function` recorded in the table's metadata), as JSON text.
-    #[pyo3(signature = (target = None, dtype = "f32", samples = None))]
+    /// the `function` recorded in the table's metadata), as JSON text. With `every_f32`
+    /// the range sweep takes every f32 input of the range (interruptible: Ctrl-C stops it
+    /// within a fraction of a second).
+    #[pyo3(signature = (target = None, dtype = "f32", samples = None, every_f32 = false))]
     fn report(
         &self,
         py: Python<'_>,
         target: Option<String>,
         dtype: &str,
         samples: Option<usize>,
+        every_f32: bool,
     ) -> PyResult<String> {
         let dtype = parse_dtype(py, dtype)?;
         let spec = match target {
@@ -432,18 +435,31 @@ impl NativeTable {
         };
         let mut opts = pwpa::metrics::ReportOptions {
             dtype,
+            every_f32,
             ..Default::default()
         };
         if let Some(s) = samples {
             opts.samples = s;
         }
         let table = &self.table;
-        py.detach(move || {
+        let cancel = AtomicBool::new(false);
+        let interrupt: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
+        let stop = |e: PyErr| {
+            let mut first = interrupt.lock().unwrap_or_else(|e| e.into_inner());
+            first.get_or_insert(e);
+            cancel.store(true, Ordering::Relaxed);
+        };
+        let work = || {
             let target = pwpa::Target::parse(&spec)?;
-            let r = pwpa::metrics::report(table, &target, &opts);
+            let r =
+                pwpa::metrics::report_with_progress(table, &target, &opts, &|_| {}, Some(&cancel))?;
             serde_json::to_string(&r).map_err(|e| pwpa::Error::Format(e.to_string()))
-        })
-        .py_err(py)
+        };
+        let r = crate::fit::interruptible(py, work, &stop);
+        if let Some(e) = interrupt.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            return Err(e);
+        }
+        r.py_err(py)
     }
 
     /// Draws the table and `target` (default: the recorded function) with the error

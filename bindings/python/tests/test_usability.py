@@ -373,3 +373,68 @@ def test_public_names_are_in_all():
     assert "seed_eval" in torch_mod.__all__
     for name in torch_mod.__all__:
         assert hasattr(torch_mod, name), name
+
+
+def _every_f32_max_rel(t, lo, hi):
+    """Independent max relative error of t over every f32 of [lo, hi] (0 < lo < hi),
+    against the cubic in f64 (relative where |f| >= 2^-126)."""
+    bits = np.arange(np.float32(lo).view(np.uint32), np.float32(hi).view(np.uint32) + 1, dtype=np.uint32)
+    x = bits.view(np.float32)
+    r = (x.astype(np.float64) - 0.1) * (x.astype(np.float64) - 0.3) * (x.astype(np.float64) - 0.7)
+    got = t.eval(x).astype(np.float64)
+    keep = np.abs(r) >= 2.0**-126
+    return len(x), float(np.max(np.abs(got[keep] - r[keep]) / np.abs(r[keep])))
+
+
+def test_every_f32_fit_and_report_check_every_input():
+    """every_f32=True: the fit's check and the report take every f32 of a range that the
+    default check samples ([0.5, 8]: 2^25 + 1 inputs), matching an independent sweep."""
+    expr = "(x-0.1)*(x-0.3)*(x-0.7)"
+    t = pwpa.fit(expr, range=(0.5, 8), partitions=3, degree=3, error="rel", every_f32=True)
+    assert t.meta["verified_on"] == "every f32 input of the range"
+    n, want = _every_f32_max_rel(t, 0.5, 8)
+    assert n == 2**25 + 1
+    assert t.meta["verified_error"] == pytest.approx(want, rel=1e-9)
+    r = t.report(every_f32=True)
+    assert r["in_range_every_f32"] is True
+    assert r["in_range"]["points"] == n
+    assert r["in_range"]["max_rel"] == pytest.approx(want, rel=1e-9)
+    d = t.report()
+    assert d["in_range_every_f32"] is False
+    assert d["in_range"]["max_rel"] <= r["in_range"]["max_rel"]
+    sampled = pwpa.fit(expr, range=(0.5, 8), partitions=3, degree=3, error="rel")
+    assert sampled.meta["verified_on"] != "every f32 input of the range"
+
+
+def test_flags_take_only_booleans():
+    """bool("no") is True: yes/no arguments refuse strings and numbers."""
+    for kw in ("every_f32", "continuous", "exp_tails", "vary_degree"):
+        with pytest.raises(pwpa.ArgumentError, match=f"{kw} must be True or False"):
+            pwpa.fit("tanh", max_error=1e-3, **{kw: "no"})
+    t = pwpa.fit("tanh", partitions=4, degree=2, continuous=np.bool_(True))
+    assert t.meta["continuous"] is True
+    with pytest.raises(pwpa.ArgumentError, match="every_f32 must be True or False"):
+        t.report(every_f32=1)
+    with pytest.raises(pwpa.ArgumentError, match="samples or every_f32"):
+        t.report(samples=1000, every_f32=True)
+
+
+def test_ctrl_c_stops_a_report_of_every_f32_input():
+    """Every f32 of [-1e15, 1e15] (about 3 * 10^9 inputs, a minute or more): Ctrl-C a second in
+    stops the report within seconds with KeyboardInterrupt."""
+    import os
+    import signal
+    import threading
+    import time
+
+    t = pwpa.fit("x", range=(-1e15, 1e15), partitions=2, degree=1)
+
+    def interrupt():
+        time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        t.report(every_f32=True)
+    assert time.perf_counter() - t0 < 30

@@ -468,6 +468,65 @@ fn info_json_names_infinite_locations_of_nan_results() {
     }
 }
 
+/// `fit --every-f32` and `info --every-f32` check every f32 input of a range that the
+/// default check samples ([0.5, 8] holds 2^25 + 1), against an independent loop.
+#[test]
+fn every_f32_fit_and_info_check_every_input() {
+    let d = Dir::new();
+    let tp = d.path("t.json");
+    let expr = "(x-0.1)*(x-0.3)*(x-0.7)";
+    let base = [
+        "fit", expr, "--range", "0.5,8", "-P", "3", "-D", "3", "--error", "rel",
+    ];
+    let o = pwpa(&[&base[..], &["--every-f32", "--json", "-o", p(&tp)]].concat());
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let fit_err = v["fit_result"]["verified_error"].as_f64().unwrap();
+    let rep = &v["report"];
+    assert_eq!(rep["in_range_every_f32"], true);
+    assert_eq!(rep["in_range"]["points"], 33554433);
+    assert_eq!(rep["in_range"]["max_rel"].as_f64().unwrap(), fit_err);
+
+    let (t, _) = pwpa::format::from_json(&std::fs::read_to_string(&tp).unwrap()).unwrap();
+    assert_eq!(t.meta["verified_on"], "every f32 input of the range");
+    let cubic = |x: f64| (x - 0.1) * (x - 0.3) * (x - 0.7);
+    let want = (0.5f32.to_bits()..=8f32.to_bits())
+        .map(|b| {
+            let x = f32::from_bits(b);
+            let r = cubic(x as f64);
+            (t.eval_f32(x) as f64 - r).abs() / r.abs()
+        })
+        .fold(0.0, f64::max);
+    assert!(
+        (fit_err - want).abs() <= 1e-9 * want,
+        "{fit_err:e} {want:e}"
+    );
+
+    let o = pwpa(&["info", p(&tp), "--every-f32"]);
+    ok(&o);
+    assert!(
+        stdout(&o).contains("every f32 input, 33554433 points"),
+        "{}",
+        stdout(&o)
+    );
+    let o = pwpa(&["info", p(&tp), "--every-f32", "--json"]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["report"]["in_range"]["max_rel"].as_f64().unwrap(),
+        fit_err
+    );
+    // The default report samples the range and finds at most as much.
+    let o = pwpa(&["info", p(&tp), "--json"]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["report"]["in_range_every_f32"], false);
+    assert!(v["report"]["in_range"]["max_rel"].as_f64().unwrap() <= fit_err);
+
+    let o = pwpa(&["info", p(&tp), "--every-f32", "--no-report"]);
+    fails(&o, &["--every-f32", "--no-report"], &[]);
+}
+
 // ------------------------------------------------------------------ bad tables
 
 /// A good table file's JSON as a mutable value.

@@ -30,6 +30,7 @@ fn exact_line_is_correctly_rounded_everywhere_in_bf16_and_f16() {
             &ReportOptions {
                 dtype,
                 samples: 1 << 14,
+                ..Default::default()
             },
         );
         let x = r.exhaustive.as_ref().expect("exhaustive part");
@@ -85,6 +86,7 @@ fn exact_line_in_f32_has_half_ulp_error_computed_independently() {
     let opts = ReportOptions {
         dtype: DType::F32,
         samples: (1 << 16) + 1,
+        ..Default::default()
     };
     let r = report(&t, &f, &opts);
     assert!(r.exhaustive.is_none());
@@ -174,6 +176,7 @@ fn chord_of_a_parabola_has_the_known_errors() {
     let opts = ReportOptions {
         dtype: DType::F32,
         samples: (1 << 16) + 1, // grid step 2^-16: contains 1/2
+        ..Default::default()
     };
     let r = report(&t, &f, &opts);
     let s = &r.in_range;
@@ -284,6 +287,7 @@ fn nan_results_and_undefined_references_are_reported() {
         &ReportOptions {
             dtype: DType::BF16,
             samples: 1000,
+            ..Default::default()
         },
     );
     assert_eq!(r.right_tail.stats.nan_results, 1);
@@ -313,6 +317,7 @@ fn nan_results_and_undefined_references_are_reported() {
         &ReportOptions {
             dtype: DType::F32,
             samples: 1 << 12,
+            ..Default::default()
         },
     );
     let neg = tail_points(1.0, false).iter().filter(|&&x| x < 0.0).count();
@@ -375,6 +380,7 @@ fn gelu_default_tails_in_bf16() {
         &ReportOptions {
             dtype: DType::BF16,
             samples: 1 << 10,
+            ..Default::default()
         },
     );
     let l = &r.left_tail.stats;
@@ -503,6 +509,7 @@ fn report_climbs_to_a_peak_between_sweep_points() {
         &ReportOptions {
             dtype: DType::F32,
             samples: 1 << 10,
+            ..Default::default()
         },
     );
     let (mut best, mut at) = (0.0f64, f64::NAN);

@@ -106,6 +106,12 @@ pub struct FitOptions {
     pub max_partitions: usize,
     /// Search limits.
     pub max_degree: usize,
+    /// Verify the table (and a [`Goal::MaxError`] search's result) on every f32 input of
+    /// the range, however many (up to 2^32; 20-40 s per 10^9 on two cores). Without it
+    /// only ranges of at most [`EXHAUSTIVE_F32`] values are checked in full, larger ones
+    /// on a dense sweep, which can miss the largest f32 rounding error (by tens of percent
+    /// where rounding noise dominates the error).
+    pub verify_every_f32: bool,
     /// Cancellation: when another thread sets this flag, the fit stops within a
     /// fraction of a second with [`Error::Cancelled`] (an interrupt handler, a UI).
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
@@ -127,6 +133,7 @@ impl Default for FitOptions {
             exp_tails: false,
             max_partitions: 4096,
             max_degree: crate::table::MAX_DEGREE,
+            verify_every_f32: false,
             cancel: None,
         }
     }
@@ -256,6 +263,9 @@ struct Ctx<'a> {
     roots: Vec<(f32, f32)>,
     /// Iterations of adaptive placement.
     adapt_iters: usize,
+    /// Ranges of at most this many f32 values are verified on every one of them
+    /// ([`EXHAUSTIVE_F32`], or all with [`FitOptions::verify_every_f32`]).
+    exhaustive_limit: u64,
     /// [`FitOptions::cancel`].
     cancel: Option<&'a std::sync::atomic::AtomicBool>,
 }
@@ -720,6 +730,11 @@ pub fn fit_function(
         zeros,
         roots,
         adapt_iters: if exact.is_some() { 12 } else { 40 },
+        exhaustive_limit: if opts.verify_every_f32 {
+            u64::MAX
+        } else {
+            EXHAUSTIVE_F32
+        },
         cancel: opts.cancel.as_deref(),
     };
     let refs_core: Vec<(f32, u16)> = refs_in
@@ -741,7 +756,12 @@ pub fn fit_function(
     });
     ctx.check()?;
     let mut table = pieces.table(left, right)?;
-    let exh = exhaustive_error(&ctx, &table);
+    let exh = exhaustive_error(&ctx, &table, &|f| {
+        progress(Progress {
+            fraction: 0.95 + 0.05 * f,
+            message: "verifying on every f32 input".into(),
+        })
+    })?;
     let verified_every_f32 = exh.is_some();
     let (verr, vabs) = exh.unwrap_or_else(|| dense_error(&ctx, &table));
     if !vabs.is_finite() {
@@ -1113,21 +1133,35 @@ pub(crate) fn f32_by_order(lo: f32, hi: f32, u: f64) -> f32 {
 }
 
 /// [`dense_error`] over every f32 input of the table's range, where it holds at most
-/// [`EXHAUSTIVE_F32`] values; None otherwise.
-fn exhaustive_error(ctx: &Ctx, table: &Table) -> Option<(f64, f64)> {
+/// `ctx.exhaustive_limit` values (None otherwise), in blocks of 2^22 inputs in f32 order,
+/// calling `progress` with the fraction done after each and stopping if cancelled.
+fn exhaustive_error(
+    ctx: &Ctx,
+    table: &Table,
+    progress: &dyn Fn(f64),
+) -> Result<Option<(f64, f64)>> {
     use rayon::prelude::*;
+    const BLOCK: i64 = 1 << 22;
     let bp = table.breakpoints();
     let (a, b) = (f32_key(bp.lo()), f32_key(bp.hi()));
-    if (b - a) as u64 + 1 > EXHAUSTIVE_F32 {
-        return None;
+    if (b - a) as u64 + 1 > ctx.exhaustive_limit {
+        return Ok(None);
     }
-    Some(
-        (0..(b - a + 1) as usize)
+    let mut e = (0.0f64, 0.0f64);
+    let mut k = a;
+    while k <= b {
+        ctx.check()?;
+        let end = (k + BLOCK - 1).min(b);
+        let m = (0..(end - k + 1) as usize)
             .into_par_iter()
             .with_min_len(4096)
-            .map(|i| point_error(ctx, table, f32_of_key(a + i as i64)))
-            .reduce(|| (0.0, 0.0), |x, y| (x.0.max(y.0), x.1.max(y.1))),
-    )
+            .map(|i| point_error(ctx, table, f32_of_key(k + i as i64)))
+            .reduce(|| (0.0, 0.0), |x, y| (x.0.max(y.0), x.1.max(y.1)));
+        e = (e.0.max(m.0), e.1.max(m.1));
+        k = end + 1;
+        progress((k - a) as f64 / (b - a + 1) as f64);
+    }
+    Ok(Some(e))
 }
 
 /// A lower bound on any f32 table's error (the options' measure): the largest distance
@@ -1212,7 +1246,15 @@ fn search_error(
         dense = dense_error(ctx, &t).0;
         if dense <= target {
             // and on every f32 input, where the range is small enough to check them all
-            match exhaustive_error(ctx, &t) {
+            let quiet = |_: f64| {};
+            let every = |f: f64| {
+                progress(Progress {
+                    fraction: 0.95 * f,
+                    message: "verifying on every f32 input".into(),
+                })
+            };
+            let large = ctx.exhaustive_limit > EXHAUSTIVE_F32;
+            match exhaustive_error(ctx, &t, if large { &every } else { &quiet })? {
                 Some((e, _)) if e > target => dense = e,
                 _ => return Ok(pcs),
             }

@@ -1,0 +1,159 @@
+//! Verification and error reports over every f32 input of a range (`verify_every_f32`,
+//! `ReportOptions::every_f32`), against an independent loop over the same inputs.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+
+use pwpa::fit::{fit_function, ErrorMeasure, FitFunction, FitOptions, EXHAUSTIVE_F32};
+use pwpa::metrics::{report, report_with_progress, ReportOptions, REL_FLOOR};
+use pwpa::{Error, Table, Tail, Target};
+
+const EXPR: &str = "(x-0.1)*(x-0.3)*(x-0.7)";
+
+fn cubic(x: f64) -> f64 {
+    (x - 0.1) * (x - 0.3) * (x - 0.7)
+}
+
+/// [0.5, 8] holds 2^25 + 1 f32 values: one more than a fit checks in full by default.
+const RANGE: (f32, f32) = (0.5, 8.0);
+
+fn fit(every: bool) -> pwpa::fit::FitOutcome {
+    let func = FitFunction {
+        name: EXPR.into(),
+        f: &cubic,
+        default_range: (RANGE.0 as f64, RANGE.1 as f64),
+        default_tails: (Tail::Extend, Tail::Extend),
+    };
+    let o = FitOptions {
+        partitions: 3,
+        degree: 3,
+        measure: ErrorMeasure::Relative,
+        verify_every_f32: every,
+        ..FitOptions::default()
+    };
+    fit_function(&func, &o, &|_| {}).unwrap()
+}
+
+/// Max relative and absolute error of `t` over every f32 of RANGE (relative where
+/// |f| ≥ 2^-126, as the reports count it), with the number of inputs.
+fn every_input(t: &Table) -> (f64, f64, u64) {
+    let (mut rel, mut abs, mut n) = (0.0f64, 0.0f64, 0u64);
+    for bits in RANGE.0.to_bits()..=RANGE.1.to_bits() {
+        let x = f32::from_bits(bits);
+        let want = cubic(x as f64);
+        let e = (t.eval_f32(x) as f64 - want).abs();
+        abs = abs.max(e);
+        if want.abs() >= REL_FLOOR {
+            rel = rel.max(e / want.abs());
+        }
+        n += 1;
+    }
+    (rel, abs, n)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs()
+}
+
+#[test]
+fn every_f32_verification_and_report_cover_every_input() {
+    let sampled = fit(false);
+    let every = fit(true);
+    assert!(!sampled.verified_every_f32);
+    assert!(every.verified_every_f32);
+    // The option changes only the check, not the table.
+    assert_eq!(sampled.table.coeffs(), every.table.coeffs());
+    assert_eq!(
+        every.table.meta["verified_on"],
+        "every f32 input of the range"
+    );
+
+    let (rel, abs, n) = every_input(&every.table);
+    assert_eq!(n, EXHAUSTIVE_F32 + 1);
+    assert!(
+        close(every.verified_error, rel),
+        "verified {:e}, every input {rel:e}",
+        every.verified_error
+    );
+    assert!(close(every.verified_abs_error, abs));
+    // A sample of the same inputs can only find less (here 1 % less, 2026-11-27).
+    assert!(sampled.verified_error <= rel);
+
+    let target = Target::parse(EXPR).unwrap();
+    let seen = Mutex::new(Vec::new());
+    let r = report_with_progress(
+        &every.table,
+        &target,
+        &ReportOptions {
+            every_f32: true,
+            ..ReportOptions::default()
+        },
+        &|f| seen.lock().unwrap().push(f),
+        None,
+    )
+    .unwrap();
+    assert!(r.in_range_every_f32);
+    assert_eq!(r.in_range.points as u64, n);
+    assert_eq!(r.in_range.refined, 0);
+    assert!(
+        close(r.in_range.max_rel, rel),
+        "{:e} {rel:e}",
+        r.in_range.max_rel
+    );
+    assert!(close(r.in_range.max_abs, abs));
+    assert!(format!("{r}").contains("every f32 input, 33554433 points"));
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen.len(), 9, "{seen:?}"); // 2^25 + 1 inputs in blocks of 2^22
+    assert!(seen.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(*seen.last().unwrap(), 1.0);
+
+    // The default report samples the range and finds at most as much.
+    let d = report(&every.table, &target, &ReportOptions::default());
+    assert!(!d.in_range_every_f32);
+    assert!(d.in_range.points < 1 << 22);
+    assert!(d.in_range.max_rel <= r.in_range.max_rel);
+    assert!(d.in_range.max_ulp <= r.in_range.max_ulp);
+}
+
+#[test]
+fn every_f32_report_stops_when_cancelled() {
+    let t = fit(false).table;
+    let target = Target::parse(EXPR).unwrap();
+    let cancel = AtomicBool::new(true);
+    let r = report_with_progress(
+        &t,
+        &target,
+        &ReportOptions {
+            every_f32: true,
+            ..ReportOptions::default()
+        },
+        &|_| panic!("no block should run once cancelled"),
+        Some(&cancel),
+    );
+    assert!(matches!(r, Err(Error::Cancelled)), "{r:?}");
+}
+
+#[test]
+fn every_f32_fit_stops_when_cancelled() {
+    let func = FitFunction {
+        name: EXPR.into(),
+        f: &cubic,
+        default_range: (0.5, 8.0),
+        default_tails: (Tail::Extend, Tail::Extend),
+    };
+    let flag = std::sync::Arc::new(AtomicBool::new(false));
+    let o = FitOptions {
+        partitions: 3,
+        degree: 3,
+        verify_every_f32: true,
+        cancel: Some(flag.clone()),
+        ..FitOptions::default()
+    };
+    // Cancelled once the check of every input has started (its progress messages).
+    let r = fit_function(&func, &o, &|p| {
+        if p.message.contains("every f32") {
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    assert!(matches!(r, Err(Error::Cancelled)), "{r:?}");
+}
