@@ -5,9 +5,12 @@ the useless-fit warning, and argument checks."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import warnings
 
 import numpy as np
@@ -125,21 +128,22 @@ def test_progress_callback_errors_propagate():
     assert seen and seen[-1][0] == 1.0
 
 
+def _sigint_in(seconds):
+    """Sends this process SIGINT (Ctrl-C) from a thread after `seconds`."""
+
+    def interrupt():
+        time.sleep(seconds)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+
+
 def test_ctrl_c_and_callback_errors_stop_a_long_fit():
     """A million adaptive pieces take minutes to place; Ctrl-C (SIGINT,
     sent here from a thread a second in) and an exception from the progress callback
     both stop it within seconds, raising their exception."""
-    import os
-    import signal
-    import threading
-    import time
-
-    def interrupt():
-        time.sleep(1.0)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    threading.Thread(target=interrupt, daemon=True).start()
     t0 = time.perf_counter()
+    _sigint_in(1.0)
     with pytest.raises(KeyboardInterrupt):
         pwpa.fit("gelu", partitions=1 << 20)
     assert time.perf_counter() - t0 < 30
@@ -422,19 +426,9 @@ def test_flags_take_only_booleans():
 def test_ctrl_c_stops_a_report_of_every_f32_input():
     """Every f32 of [-1e15, 1e15] (about 3 * 10^9 inputs, a minute or more): Ctrl-C a second in
     stops the report within seconds with KeyboardInterrupt."""
-    import os
-    import signal
-    import threading
-    import time
-
     t = pwpa.fit("x", range=(-1e15, 1e15), partitions=2, degree=1)
-
-    def interrupt():
-        time.sleep(1.0)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    threading.Thread(target=interrupt, daemon=True).start()
     t0 = time.perf_counter()
+    _sigint_in(1.0)
     with pytest.raises(KeyboardInterrupt):
         t.report(every_f32=True)
     assert time.perf_counter() - t0 < 30

@@ -1036,25 +1036,26 @@ pub fn report_with_progress(
     progress: &(dyn Fn(f64) + Sync),
     cancel: Option<&std::sync::atomic::AtomicBool>,
 ) -> crate::Result<ErrorReport> {
-    Ok(match opts.dtype {
-        DType::F32 => report_typed::<f32>(table, target, opts, progress, cancel)?,
-        DType::F16 => {
-            let mut r = report_typed::<f16>(table, target, opts, progress, cancel)?;
-            let (in_range, all_finite) = exhaustive_both::<f16>(table, target);
-            r.exhaustive = Some(ExhaustiveReport {
-                in_range,
-                all_finite,
-            });
-            r
-        }
-        DType::BF16 => {
-            let mut r = report_typed::<bf16>(table, target, opts, progress, cancel)?;
-            let (in_range, all_finite) = exhaustive_both::<bf16>(table, target);
-            r.exhaustive = Some(ExhaustiveReport {
-                in_range,
-                all_finite,
-            });
-            r
-        }
-    })
+    match opts.dtype {
+        DType::F32 => report_typed::<f32>(table, target, opts, progress, cancel),
+        DType::F16 => report_16::<f16>(table, target, opts, progress, cancel),
+        DType::BF16 => report_16::<bf16>(table, target, opts, progress, cancel),
+    }
+}
+
+/// [`report_typed`] for a 16-bit output type, with its exhaustive sweeps.
+fn report_16<U: Element16>(
+    table: &Table,
+    target: &Target,
+    opts: &ReportOptions,
+    progress: &(dyn Fn(f64) + Sync),
+    cancel: Option<&std::sync::atomic::AtomicBool>,
+) -> crate::Result<ErrorReport> {
+    let mut r = report_typed::<U>(table, target, opts, progress, cancel)?;
+    let (in_range, all_finite) = exhaustive_both::<U>(table, target);
+    r.exhaustive = Some(ExhaustiveReport {
+        in_range,
+        all_finite,
+    });
+    Ok(r)
 }
