@@ -419,19 +419,13 @@ impl NativeTable {
         every_f32: bool,
     ) -> PyResult<String> {
         let dtype = parse_dtype(py, dtype)?;
-        let spec = match target {
-            Some(s) => s,
-            None => match self.table.meta.get("function").and_then(|v| v.as_str()) {
-                Some(s) => s.to_string(),
-                None => {
-                    return Err(raise(
-                        py,
-                        "ArgumentError",
-                        "the table does not record the function it approximates; pass target="
-                            .into(),
-                    ))
-                }
-            },
+        // the reference: target=, else the function the table records
+        let recorded = match &target {
+            Some(_) => None,
+            None => Some(
+                pwpa::Target::recorded(&self.table)
+                    .map_err(|why| raise(py, "ArgumentError", format!("{why}; pass target=")))?,
+            ),
         };
         let mut opts = pwpa::metrics::ReportOptions {
             dtype,
@@ -450,7 +444,10 @@ impl NativeTable {
             cancel.store(true, Ordering::Relaxed);
         };
         let work = || {
-            let target = pwpa::Target::parse(&spec)?;
+            let target = match (recorded, target) {
+                (Some(t), _) => t,
+                (None, spec) => pwpa::Target::parse(spec.as_deref().unwrap_or_default())?,
+            };
             let r =
                 pwpa::metrics::report_with_progress(table, &target, &opts, &|_| {}, Some(&cancel))?;
             serde_json::to_string(&r).map_err(|e| pwpa::Error::Format(e.to_string()))
@@ -474,13 +471,23 @@ impl NativeTable {
         range: Option<(f64, f64)>,
     ) -> PyResult<()> {
         let ulp = ulp.map(|u| parse_dtype(py, u)).transpose()?;
-        let spec = target.or_else(|| {
-            self.table
-                .meta
-                .get("function")
-                .and_then(|v| v.as_str())
-                .map(str::to_string)
-        });
+        // target=, else the function the table records; a table without one that can be
+        // evaluated (a fit to samples) is plotted alone, as `pwpa plot` does, unless its
+        // ULP error is asked for
+        let recorded = match &target {
+            Some(_) => None,
+            None => match pwpa::Target::recorded(&self.table) {
+                Ok(t) => Some(t),
+                Err(why) if ulp.is_some() => {
+                    return Err(raise(
+                        py,
+                        "ArgumentError",
+                        format!("a ULP error curve needs the function: {why}; pass target="),
+                    ))
+                }
+                Err(_) => None,
+            },
+        };
         let opts = pwpa::plot::PlotOptions {
             range,
             ulp,
@@ -488,7 +495,10 @@ impl NativeTable {
         };
         let table = &self.table;
         py.detach(move || {
-            let target = spec.as_deref().map(pwpa::Target::parse).transpose()?;
+            let target = match (recorded, target) {
+                (Some(t), _) => Some(t),
+                (None, spec) => spec.as_deref().map(pwpa::Target::parse).transpose()?,
+            };
             pwpa::plot::plot(table, target.as_ref(), &opts, &path)
         })
         .py_err(py)

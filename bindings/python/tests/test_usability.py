@@ -432,3 +432,22 @@ def test_ctrl_c_stops_a_report_of_every_f32_input():
     with pytest.raises(KeyboardInterrupt):
         t.report(every_f32=True)
     assert time.perf_counter() - t0 < 30
+
+
+def test_a_table_fitted_to_samples_names_why_it_has_no_reference(tmp_path):
+    """A table fitted to samples records "samples(N points)", which cannot be evaluated:
+    report() says so (it said "unknown function 'samples'"), plot() draws the table alone
+    (as `pwpa plot`) unless a ULP curve needs the function, and target= still works."""
+    xs = np.linspace(0.0, 3.0, 31)
+    t = pwpa.fit((xs, xs**2), partitions=1, degree=2)
+    for kw in ({}, {"every_f32": True}):
+        with pytest.raises(pwpa.ArgumentError, match=r"fitted to samples\(31 points\).*pass target="):
+            t.report(**kw)
+    r = t.report(target="x*x")
+    # (a fit to samples follows the lines between them: at most h^2/4 = 2.5e-3 from x^2)
+    assert 0 < r["in_range"]["max_abs"] < 2.5e-3
+    t.plot(tmp_path / "t.svg")
+    assert (tmp_path / "t.svg").stat().st_size > 0
+    with pytest.raises(pwpa.ArgumentError, match="ULP error curve needs the function"):
+        t.plot(tmp_path / "u.svg", ulp="f32")
+    assert not (tmp_path / "u.svg").exists()

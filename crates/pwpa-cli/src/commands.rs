@@ -240,11 +240,16 @@ struct FitResultOut {
     /// Max error of the f64 pieces before rounding to f32.
     #[serde(serialize_with = "pwpa::metrics::ser_f64")]
     fitted_error: f64,
-    /// Max error of the f32 table over every f32 input of the range where it holds at most
-    /// 2^25, else on the dense range sweep (2^20 evenly spaced points, 2^18 in f32 order, 32
-    /// per piece, the breakpoints, and every f32 near the largest errors and the zeros of f).
+    /// Max error of the f32 table over every f32 input of the pieces' range where it holds
+    /// at most 2^25 (any number with --every-f32), else on the dense range sweep (2^20 evenly
+    /// spaced points, 2^18 in f32 order, 32 per piece, the breakpoints, and every f32 near
+    /// the largest errors and the zeros of f).
     #[serde(serialize_with = "pwpa::metrics::ser_f64")]
     verified_error: f64,
+    /// Whether `verified_error` covers every f32 input of the pieces' range.
+    verified_every_f32: bool,
+    /// What it was measured on, in words (the table's `meta.verified_on`).
+    verified_on: String,
     #[serde(serialize_with = "pwpa::metrics::ser_f64")]
     verified_abs_error: f64,
     /// Largest jump between neighbouring pieces at interior breakpoints.
@@ -402,9 +407,9 @@ pub struct FitArgs {
     #[arg(long)]
     json: bool,
     /// Verify the fitted table (and a --max-error goal), and report its error, on every f32
-    /// input of the range instead of the dense sweep (ranges of more than 2^25 f32 values
-    /// are otherwise sampled; each of the two sweeps takes 20-40 s per 10^9 inputs on two
-    /// cores).
+    /// input of the range (of the pieces' range where exp2 tails cover its ends) instead of
+    /// the dense sweep that ranges of more than 2^25 f32 values otherwise get. The check and
+    /// the report each sweep them: 20-50 s per 10^9 inputs on two cores.
     #[arg(long)]
     every_f32: bool,
 }
@@ -544,6 +549,14 @@ pub fn fit(a: &FitArgs) -> Result<()> {
         measure: opts.measure.name(),
         fitted_error: outcome.fitted_error,
         verified_error: outcome.verified_error,
+        verified_every_f32: outcome.verified_every_f32,
+        verified_on: outcome
+            .table
+            .meta
+            .get("verified_on")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string(),
         verified_abs_error: outcome.verified_abs_error,
         max_jump: outcome.max_jump,
         unconverged_pieces: outcome.unconverged_pieces,
@@ -631,8 +644,8 @@ pub struct InfoArgs {
     /// Only the summary, no error report.
     #[arg(long)]
     no_report: bool,
-    /// Sweep every f32 input of the range instead of the dense sample (up to 2^32 inputs:
-    /// 20-40 s per 10^9 on two cores).
+    /// Sweep every f32 input of the table's range (its breakpoints' span) instead of the
+    /// dense sample: up to 2^32 inputs, 20-50 s per 10^9 on two cores.
     #[arg(long, conflicts_with = "no_report")]
     every_f32: bool,
     /// Print the summary and the report as JSON.
@@ -641,18 +654,9 @@ pub struct InfoArgs {
 }
 
 /// The function a table records (`meta.function`), for reports and plots; or why
-/// there is none to evaluate (a fit to samples, an unknown name, no record).
+/// there is none to evaluate, with how to name one ([`Target::recorded`]).
 pub fn recorded_target(table: &Table) -> std::result::Result<Target, String> {
-    match table.meta.get("function").and_then(|v| v.as_str()) {
-        Some(name) if name.starts_with("samples(") => Err(format!(
-            "the table was fitted to {name}, which cannot be evaluated between them; \
-             pass --function NAME|EXPR"
-        )),
-        Some(name) => Target::parse(name).map_err(|e| {
-            format!("the table's function cannot be evaluated ({e}); pass --function NAME|EXPR")
-        }),
-        None => Err("the table records no function; pass --function NAME|EXPR".into()),
-    }
+    Target::recorded(table).map_err(|why| format!("{why}; pass --function NAME|EXPR"))
 }
 
 /// A hint for a FUNC|EXPR argument that names a file (`pwpa fit data.csv`, with
@@ -687,6 +691,9 @@ pub fn info(a: &InfoArgs) -> Result<()> {
         None
     } else if let Some(f) = &a.function {
         Some(Target::parse(f)?)
+    } else if a.every_f32 {
+        // asked for a report: no reference is an error, not a note
+        Some(recorded_target(&table).map_err(|why| anyhow::anyhow!("--every-f32: {why}"))?)
     } else {
         recorded_target(&table)
             .map_err(|why| note = Some(format!("no error report: {why}")))

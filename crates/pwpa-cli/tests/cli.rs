@@ -486,6 +486,11 @@ fn every_f32_fit_and_info_check_every_input() {
     assert_eq!(rep["in_range_every_f32"], true);
     assert_eq!(rep["in_range"]["points"], 33554433);
     assert_eq!(rep["in_range"]["max_rel"].as_f64().unwrap(), fit_err);
+    assert_eq!(v["fit_result"]["verified_every_f32"], true);
+    assert_eq!(
+        v["fit_result"]["verified_on"],
+        "every f32 input of the range"
+    );
 
     let (t, _) = pwpa::format::from_json(&std::fs::read_to_string(&tp).unwrap()).unwrap();
     assert_eq!(t.meta["verified_on"], "every f32 input of the range");
@@ -525,6 +530,31 @@ fn every_f32_fit_and_info_check_every_input() {
 
     let o = pwpa(&["info", p(&tp), "--every-f32", "--no-report"]);
     fails(&o, &["--every-f32", "--no-report"], &[]);
+
+    // Asked for a report over every input, a table without a function to compare with
+    // fails (without --every-f32 it notes that and prints the summary).
+    let data = d.write("d.csv", "x,y\n0,0\n1,1\n2,4\n3,9\n");
+    let sp = d.path("s.json");
+    ok(&pwpa(&[
+        "fit",
+        "--samples",
+        p(&data),
+        "-P",
+        "1",
+        "-D",
+        "2",
+        "-o",
+        p(&sp),
+    ]));
+    let o = pwpa(&["info", p(&sp), "--every-f32"]);
+    fails(&o, &["--every-f32", "fitted to samples", "--function"], &[]);
+    let o = pwpa(&["info", p(&sp)]);
+    ok(&o);
+    assert!(
+        stderr(&o).contains("note: no error report"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 // ------------------------------------------------------------------ bad tables

@@ -59,7 +59,7 @@ pub struct ReportOptions {
     /// values are clamped to it).
     pub samples: usize,
     /// Sweep every f32 input of the range instead of `samples` points (up to 2^32
-    /// inputs; 20-40 s per 10^9 on two cores, measured with gelu and an expression;
+    /// inputs; 20-50 s per 10^9 on two cores, measured with gelu and an expression;
     /// `samples` is then unused).
     pub every_f32: bool,
 }
@@ -944,6 +944,13 @@ fn sweep_refined<U: Element>(
     s
 }
 
+/// [`report_with_progress`]'s progress callback and cancellation flag.
+#[derive(Clone, Copy)]
+struct Control<'a> {
+    progress: &'a (dyn Fn(f64) + Sync),
+    cancel: Option<&'a std::sync::atomic::AtomicBool>,
+}
+
 /// Inputs per block of [`sweep_every_f32`] (two 16 MB buffers while a block runs).
 const EVERY_F32_BLOCK: i64 = 1 << 22;
 
@@ -955,22 +962,24 @@ fn sweep_every_f32<U: Element>(
     target: &Target,
     lo: f32,
     hi: f32,
-    progress: &(dyn Fn(f64) + Sync),
-    cancel: Option<&std::sync::atomic::AtomicBool>,
+    ctl: Control<'_>,
 ) -> crate::Result<SweepStats> {
     let (a, b) = (crate::fit::f32_key(lo), crate::fit::f32_key(hi));
     let total = (b - a + 1) as f64;
     let mut s = SweepStats::default();
     let mut k = a;
     while k <= b {
-        if cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+        if ctl
+            .cancel
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+        {
             return Err(crate::Error::Cancelled);
         }
         let end = (k + EVERY_F32_BLOCK - 1).min(b);
         let xs: Vec<f32> = (k..=end).map(crate::fit::f32_of_key).collect();
         s = s.merge(sweep::<U>(ev, target, &xs));
         k = end + 1;
-        progress((k - a) as f64 / total);
+        (ctl.progress)((k - a) as f64 / total);
     }
     Ok(s)
 }
@@ -979,13 +988,12 @@ fn report_typed<U: Element>(
     table: &Table,
     target: &Target,
     opts: &ReportOptions,
-    progress: &(dyn Fn(f64) + Sync),
-    cancel: Option<&std::sync::atomic::AtomicBool>,
+    ctl: Control<'_>,
 ) -> crate::Result<ErrorReport> {
     let ev = Evaluator::new(table);
     let bp = table.breakpoints();
     let in_range = if opts.every_f32 {
-        sweep_every_f32::<U>(&ev, target, bp.lo(), bp.hi(), progress, cancel)?
+        sweep_every_f32::<U>(&ev, target, bp.lo(), bp.hi(), ctl)?
     } else {
         sweep_refined::<U>(
             &ev,
@@ -1036,10 +1044,11 @@ pub fn report_with_progress(
     progress: &(dyn Fn(f64) + Sync),
     cancel: Option<&std::sync::atomic::AtomicBool>,
 ) -> crate::Result<ErrorReport> {
+    let ctl = Control { progress, cancel };
     match opts.dtype {
-        DType::F32 => report_typed::<f32>(table, target, opts, progress, cancel),
-        DType::F16 => report_16::<f16>(table, target, opts, progress, cancel),
-        DType::BF16 => report_16::<bf16>(table, target, opts, progress, cancel),
+        DType::F32 => report_typed::<f32>(table, target, opts, ctl),
+        DType::F16 => report_16::<f16>(table, target, opts, ctl),
+        DType::BF16 => report_16::<bf16>(table, target, opts, ctl),
     }
 }
 
@@ -1048,10 +1057,9 @@ fn report_16<U: Element16>(
     table: &Table,
     target: &Target,
     opts: &ReportOptions,
-    progress: &(dyn Fn(f64) + Sync),
-    cancel: Option<&std::sync::atomic::AtomicBool>,
+    ctl: Control<'_>,
 ) -> crate::Result<ErrorReport> {
-    let mut r = report_typed::<U>(table, target, opts, progress, cancel)?;
+    let mut r = report_typed::<U>(table, target, opts, ctl)?;
     let (in_range, all_finite) = exhaustive_both::<U>(table, target);
     r.exhaustive = Some(ExhaustiveReport {
         in_range,

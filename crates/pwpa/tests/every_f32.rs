@@ -17,13 +17,18 @@ fn cubic(x: f64) -> f64 {
 /// [0.5, 8] holds 2^25 + 1 f32 values: one more than a fit checks in full by default.
 const RANGE: (f32, f32) = (0.5, 8.0);
 
-fn fit(every: bool) -> pwpa::fit::FitOutcome {
-    let func = FitFunction {
+/// The cubic as a fit's function, on RANGE by default.
+fn cubic_func() -> FitFunction<'static> {
+    FitFunction {
         name: EXPR.into(),
         f: &cubic,
         default_range: (RANGE.0 as f64, RANGE.1 as f64),
         default_tails: (Tail::Extend, Tail::Extend),
-    };
+    }
+}
+
+fn fit(every: bool) -> pwpa::fit::FitOutcome {
+    let func = cubic_func();
     let o = FitOptions {
         partitions: 3,
         degree: 3,
@@ -135,12 +140,7 @@ fn every_f32_report_stops_when_cancelled() {
 
 #[test]
 fn every_f32_fit_stops_when_cancelled() {
-    let func = FitFunction {
-        name: EXPR.into(),
-        f: &cubic,
-        default_range: (0.5, 8.0),
-        default_tails: (Tail::Extend, Tail::Extend),
-    };
+    let func = cubic_func();
     let flag = std::sync::Arc::new(AtomicBool::new(false));
     let o = FitOptions {
         partitions: 3,
@@ -156,4 +156,74 @@ fn every_f32_fit_stops_when_cancelled() {
         }
     });
     assert!(matches!(r, Err(Error::Cancelled)), "{r:?}");
+}
+
+/// A MaxError search that checked every input hands that check on (no second sweep of
+/// the same pieces), and its progress does not move back while it checks.
+#[test]
+fn every_f32_search_checks_once_and_progress_moves_forward() {
+    let func = cubic_func();
+    let o = FitOptions {
+        degree: 3,
+        measure: ErrorMeasure::Relative,
+        goal: pwpa::fit::Goal::MaxError {
+            error: 3e-7,
+            vary_degree: false,
+        },
+        verify_every_f32: true,
+        ..FitOptions::default()
+    };
+    let seen = Mutex::new(Vec::new());
+    let out = fit_function(&func, &o, &|p| {
+        seen.lock().unwrap().push((p.fraction, p.message))
+    })
+    .unwrap();
+    assert!(out.verified_every_f32);
+    let (rel, _, _) = every_input(&out.table);
+    assert!(close(out.verified_error, rel));
+    assert!(rel <= 3e-7);
+    let seen = seen.into_inner().unwrap();
+    let checks = seen
+        .iter()
+        .filter(|(_, m)| m.starts_with("checking every f32 input"))
+        .count();
+    assert!(checks >= 9, "the search's check of 9 blocks: {seen:?}");
+    assert!(
+        !seen
+            .iter()
+            .any(|(_, m)| m.contains("verifying on every f32")),
+        "{seen:?}"
+    );
+    assert!(
+        seen.windows(2).all(|w| w[1].0 >= w[0].0),
+        "progress moved back: {seen:?}"
+    );
+}
+
+/// Where exp2 tails cover the ends of the range, what was checked is the pieces' range,
+/// and the table's metadata says so.
+#[test]
+fn verified_on_names_the_pieces_range_under_exp2_tails() {
+    let silu = Target::parse("silu").unwrap();
+    let o = FitOptions {
+        range: Some((-20.0, -1.0)),
+        goal: pwpa::fit::Goal::Exact(pwpa::DType::BF16),
+        exp_tails: true,
+        verify_every_f32: true,
+        ..FitOptions::default()
+    };
+    let out = pwpa::fit::fit_report(&silu, &o, &|_| {}).unwrap();
+    assert_ne!(
+        out.core, out.range,
+        "exp2 tails took part of the range over"
+    );
+    let on = out.table.meta["verified_on"].as_str().unwrap();
+    assert!(
+        on.starts_with(&format!(
+            "every f32 input of the pieces' range [{}, {}]",
+            out.core.0, out.core.1
+        )),
+        "{on}"
+    );
+    assert!(format!("{out}").contains("every f32 input of the pieces' range"));
 }

@@ -504,7 +504,7 @@ class Table:
         the range sweep (default 2^20, at most 2^26; a quarter as many in f32 order, 32
         points inside each piece and every breakpoint are added). ``every_f32=True``
         sweeps every f32 input of the range instead (``in_range_every_f32`` in the
-        result; about 20-40 s per 10^9 inputs on two cores; Ctrl-C stops it)."""
+        result; about 20-50 s per 10^9 inputs on two cores; Ctrl-C stops it)."""
         every_f32 = _flag(every_f32, "every_f32")
         if every_f32 and samples is not None:
             raise ArgumentError("give samples or every_f32=True, not both")
@@ -663,7 +663,7 @@ def fit(
     every_f32: verify the table (and a max_error goal) on every f32 input of the range
         (``meta["verified_on"]`` says which check ran). Without it, ranges of more than
         2^25 f32 values are checked on a dense sweep, which can miss the largest f32
-        rounding error by a little; with it, about 20-40 s per 10^9 inputs on two cores.
+        rounding error by a little; with it, about 20-50 s per 10^9 inputs on two cores.
     The GIL is released while fitting. A table that is farther from the function than 0
     is on most of the range (exp over its whole domain with error='abs', say) comes with
     a FitWarning that says what to change.

@@ -107,7 +107,8 @@ pub struct FitOptions {
     /// Search limits.
     pub max_degree: usize,
     /// Verify the table (and a [`Goal::MaxError`] search's result) on every f32 input of
-    /// the range, however many (up to 2^32; 20-40 s per 10^9 on two cores). Without it
+    /// the range (the pieces' range where exp2 tails took its ends over), however many (up
+    /// to 2^32; 20-50 s per 10^9 on two cores). Without it
     /// only ranges of at most [`EXHAUSTIVE_F32`] values are checked in full, larger ones
     /// on a dense sweep, which can miss the largest f32 rounding error (by tens of percent
     /// where rounding noise dominates the error).
@@ -743,12 +744,16 @@ pub fn fit_function(
         .filter(|&(x, _)| x >= core_lo && x <= core_hi)
         .collect();
 
-    let pieces = match (&opts.goal, exact) {
-        (_, Some(dt)) => search_exact(&ctx, opts, dt, &refs_core, &left, &right, progress)?,
+    // (with the error on every f32 input of the range, where a search has measured it)
+    let (pieces, searched) = match (&opts.goal, exact) {
+        (_, Some(dt)) => (
+            search_exact(&ctx, opts, dt, &refs_core, &left, &right, progress)?,
+            None,
+        ),
         (Goal::MaxError { error, vary_degree }, _) => {
             search_error(&ctx, opts, *error, *vary_degree, progress)?
         }
-        _ => build(&ctx, opts.partitions, opts.degree, progress)?,
+        _ => (build(&ctx, opts.partitions, opts.degree, progress)?, None),
     };
     progress(Progress {
         fraction: 0.95,
@@ -756,12 +761,15 @@ pub fn fit_function(
     });
     ctx.check()?;
     let mut table = pieces.table(left, right)?;
-    let exh = exhaustive_error(&ctx, &table, &|f| {
-        progress(Progress {
-            fraction: 0.95 + 0.05 * f,
-            message: "verifying on every f32 input".into(),
-        })
-    })?;
+    let exh = match searched {
+        Some(e) => Some(e),
+        None => exhaustive_error(&ctx, &table, &|f| {
+            progress(Progress {
+                fraction: 0.95 + 0.05 * f,
+                message: "verifying on every f32 input".into(),
+            })
+        })?,
+    };
     let verified_every_f32 = exh.is_some();
     let (verr, vabs) = exh.unwrap_or_else(|| dense_error(&ctx, &table));
     if !vabs.is_finite() {
@@ -853,13 +861,7 @@ pub fn fit_function(
     m.insert("verified_error".into(), json_num(verr));
     m.insert(
         "verified_on".into(),
-        if verified_every_f32 {
-            "every f32 input of the range"
-        } else {
-            "2^20 points of the range, 2^18 in f32 order, 32 in each piece and the breakpoints, \
-             and every f32 near the largest errors found and the zeros of f"
-        }
-        .into(),
+        verified_on(verified_every_f32, (core_lo, core_hi), (lo32, hi32)).into(),
     );
     m.insert("verified_abs_error".into(), json_num(vabs));
     let sweep_json = |s: &Sweep| {
@@ -1058,6 +1060,30 @@ fn not_finite_table(table: &Table, f: &(dyn Fn(f64) -> f64 + Sync), name: &str) 
     ))
 }
 
+/// What `verified_error` was measured on (`meta.verified_on`): every f32 input of the
+/// pieces' range `core`, or the dense sweep of it; where exp2 tails took part of the fitted
+/// `range` over, that part is named as outside the check.
+fn verified_on(every_f32: bool, core: (f32, f32), range: (f32, f32)) -> String {
+    let of = if core == range {
+        "the range".to_string()
+    } else {
+        format!(
+            "the pieces' range [{}, {}] (the exp2 tails between it and the range's ends are \
+             checked by the report's tail sweeps)",
+            Num(core.0 as f64),
+            Num(core.1 as f64)
+        )
+    };
+    if every_f32 {
+        format!("every f32 input of {of}")
+    } else {
+        format!(
+            "2^20 points of {of}, 2^18 in f32 order, 32 in each piece and the breakpoints, and \
+             every f32 near the largest errors found and the zeros of f"
+        )
+    }
+}
+
 /// Points of `dense_error`'s sweep: the error report's (`metrics::range_points`).
 pub const DENSE_POINTS: usize = 1 << 20;
 
@@ -1206,7 +1232,7 @@ fn search_error(
     target: f64,
     vary_degree: bool,
     progress: &dyn Fn(Progress),
-) -> Result<Pieces> {
+) -> Result<(Pieces, Option<(f64, f64)>)> {
     if !(target > 0.0 && target.is_finite()) {
         return Err(Error::InvalidArgument(format!(
             "the error target must be a positive number (got {target})"
@@ -1226,15 +1252,23 @@ fn search_error(
     }
     let mut goal = target * 0.98;
     let mut dense = 0.0;
+    // where `dense` was measured, for the messages
+    let mut on = "on the dense sweep";
+    // The search's own fraction, so that its checks of every input do not move it back.
+    let last = std::cell::Cell::new(0.0f64);
+    let searching = |p: Progress| {
+        last.set(p.fraction);
+        progress(p)
+    };
     for round in 0..6 {
-        let pcs = match search_sampled(ctx, opts, goal, target, floor, vary_degree, progress) {
+        let pcs = match search_sampled(ctx, opts, goal, target, floor, vary_degree, &searching) {
             Ok(pcs) => pcs,
             // A later round's narrower goal is out of reach: say what the dense sweep
             // measured, not only the quick estimate that the narrower goal was chasing.
             Err(Error::Fit(m)) if round > 0 => {
                 return Err(Error::Fit(format!(
                     "max {} error {target:e} not reached: a table whose pieces meet it \
-                     still measured {dense:.3e} with the f32 evaluator on the dense sweep \
+                     still measured {dense:.3e} with the f32 evaluator {on} \
                      (f32 rounding, e.g. near a zero of f that f32 cannot represent), and \
                      a tighter search failed ({m})",
                     ctx.measure.name()
@@ -1244,25 +1278,31 @@ fn search_error(
         };
         let t = pcs.table(Tail::Clamp, Tail::Clamp)?;
         dense = dense_error(ctx, &t).0;
+        on = "on the dense sweep";
         if dense <= target {
-            // and on every f32 input, where the range is small enough to check them all
+            // and on every f32 input, where the range is small enough to check them all (or
+            // with verify_every_f32); its result stands for the table's, whose tails do not
+            // apply inside the range
             let quiet = |_: f64| {};
             let every = |f: f64| {
                 progress(Progress {
-                    fraction: 0.95 * f,
-                    message: "verifying on every f32 input".into(),
+                    fraction: last.get(),
+                    message: format!("checking every f32 input ({:.0} %)", 100.0 * f),
                 })
             };
             let large = ctx.exhaustive_limit > EXHAUSTIVE_F32;
             match exhaustive_error(ctx, &t, if large { &every } else { &quiet })? {
-                Some((e, _)) if e > target => dense = e,
-                _ => return Ok(pcs),
+                Some((e, _)) if e > target => {
+                    dense = e;
+                    on = "on every f32 input";
+                }
+                exh => return Ok((pcs, exh)),
             }
         }
         goal *= (target / dense).min(0.98);
     }
     Err(Error::Fit(format!(
-        "max {} error {target:e}: the search's tables kept exceeding it on the dense sweep (last {dense:.3e})",
+        "max {} error {target:e}: the search's tables kept exceeding it {on} (last {dense:.3e})",
         ctx.measure.name()
     )))
 }
@@ -1699,10 +1739,22 @@ impl std::fmt::Display for FitOutcome {
             f,
             "  max {measure} error: {:.3e} (f32 evaluator, {}; f64 fit {:.3e})",
             self.verified_error,
-            if self.verified_every_f32 {
-                "every f32 input of the range"
-            } else {
-                "2^20 points, 2^18 in f32 order, 32 per piece, the breakpoints, near peaks and zeros"
+            match (self.verified_every_f32, self.core == self.range) {
+                (true, true) => "every f32 input of the range".to_string(),
+                (true, false) => format!(
+                    "every f32 input of the pieces' range [{}, {}]",
+                    Num(self.core.0 as f64),
+                    Num(self.core.1 as f64)
+                ),
+                (false, true) => {
+                    "2^20 points, 2^18 in f32 order, 32 per piece, the breakpoints, near peaks and zeros"
+                        .to_string()
+                }
+                (false, false) => format!(
+                    "a dense sweep of the pieces' range [{}, {}]",
+                    Num(self.core.0 as f64),
+                    Num(self.core.1 as f64)
+                ),
             },
             self.fitted_error
         )?;

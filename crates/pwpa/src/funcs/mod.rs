@@ -391,6 +391,20 @@ impl std::fmt::Debug for Custom {
 pub const FINITE_CHECK_POINTS: usize = 4097;
 
 impl Target {
+    /// The function a table records (`meta.function`), the reference of its error reports
+    /// and plots; or why there is none to evaluate (a fit to samples, a name that no
+    /// longer parses, no record), for the caller to add how to name one.
+    pub fn recorded(table: &crate::table::Table) -> std::result::Result<Target, String> {
+        match table.meta.get("function").and_then(|v| v.as_str()) {
+            Some(name) if name.starts_with("samples(") => Err(format!(
+                "the table was fitted to {name}, which cannot be evaluated between them"
+            )),
+            Some(name) => Target::parse(name)
+                .map_err(|e| format!("the table's function cannot be evaluated ({e})")),
+            None => Err("the table records no function".into()),
+        }
+    }
+
     /// A catalogue name, or else an expression in `x` (see [`PwpaOps`] for what an
     /// expression may use). An expression that does not parse, or that uses a name
     /// other than `x`, is an [`Error::Expression`] with the parser's message.
