@@ -108,10 +108,10 @@ pub struct FitOptions {
     pub max_degree: usize,
     /// Verify the table (and a [`Goal::MaxError`] search's result) on every f32 input of
     /// the range (the pieces' range where exp2 tails took its ends over), however many (up
-    /// to 2^32; 20-50 s per 10^9 on two cores). Without it
-    /// only ranges of at most [`EXHAUSTIVE_F32`] values are checked in full, larger ones
-    /// on a dense sweep, which can miss the largest f32 rounding error (by tens of percent
-    /// where rounding noise dominates the error).
+    /// to 2^32; 20-50 s per 10^9 on two cores). Without it only ranges of at most
+    /// [`EXHAUSTIVE_F32`] values are checked in full, larger ones on a dense sweep, which
+    /// can miss the largest f32 rounding error (by tens of percent where rounding noise
+    /// dominates the error).
     pub verify_every_f32: bool,
     /// Cancellation: when another thread sets this flag, the fit stops within a
     /// fraction of a second with [`Error::Cancelled`] (an interrupt handler, a UI).
