@@ -951,12 +951,8 @@ struct Control<'a> {
     cancel: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
-/// Inputs per block of [`sweep_every_f32`] (two 16 MB buffers while a block runs).
-const EVERY_F32_BLOCK: i64 = 1 << 22;
-
-/// [`sweep`] over every f32 input of [lo, hi] (finite, lo ≤ hi), in blocks of
-/// [`EVERY_F32_BLOCK`] in f32 order, calling `progress` with the fraction done after each
-/// and stopping once `cancel` is set.
+/// [`sweep`] over every f32 input of [lo, hi] (finite, lo ≤ hi), block by block
+/// (`fit::for_every_f32`: progress after each, stopping once `ctl.cancel` is set).
 fn sweep_every_f32<U: Element>(
     ev: &Evaluator,
     target: &Target,
@@ -964,23 +960,14 @@ fn sweep_every_f32<U: Element>(
     hi: f32,
     ctl: Control<'_>,
 ) -> crate::Result<SweepStats> {
-    let (a, b) = (crate::fit::f32_key(lo), crate::fit::f32_key(hi));
-    let total = (b - a + 1) as f64;
+    let cancelled = || match ctl.cancel {
+        Some(c) if c.load(std::sync::atomic::Ordering::Relaxed) => Err(crate::Error::Cancelled),
+        _ => Ok(()),
+    };
     let mut s = SweepStats::default();
-    let mut k = a;
-    while k <= b {
-        if ctl
-            .cancel
-            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
-        {
-            return Err(crate::Error::Cancelled);
-        }
-        let end = (k + EVERY_F32_BLOCK - 1).min(b);
-        let xs: Vec<f32> = (k..=end).map(crate::fit::f32_of_key).collect();
-        s = s.merge(sweep::<U>(ev, target, &xs));
-        k = end + 1;
-        (ctl.progress)((k - a) as f64 / total);
-    }
+    crate::fit::for_every_f32(lo, hi, &cancelled, ctl.progress, &mut |xs| {
+        s = std::mem::take(&mut s).merge(sweep::<U>(ev, target, xs));
+    })?;
     Ok(s)
 }
 

@@ -1158,35 +1158,59 @@ pub(crate) fn f32_by_order(lo: f32, hi: f32, u: f64) -> f32 {
     f32_of_key((ka + (kb - ka) * u).round() as i64)
 }
 
+/// Inputs per block of [`for_every_f32`] (16 MB of f32 while a block runs).
+const F32_BLOCK: i64 = 1 << 22;
+
+/// Calls `each` on every f32 of [lo, hi] (finite, lo ≤ hi; ±0 once, as +0) in blocks of
+/// [`F32_BLOCK`] in f32 order, with `check` before each block (its error stops the walk:
+/// a cancellation) and `progress` with the fraction done after it.
+pub(crate) fn for_every_f32(
+    lo: f32,
+    hi: f32,
+    check: &dyn Fn() -> Result<()>,
+    progress: &dyn Fn(f64),
+    each: &mut dyn FnMut(&[f32]),
+) -> Result<()> {
+    use rayon::prelude::*;
+    let (a, b) = (f32_key(lo), f32_key(hi));
+    let mut k = a;
+    while k <= b {
+        check()?;
+        let end = (k + F32_BLOCK - 1).min(b);
+        let xs: Vec<f32> = (0..(end - k + 1) as usize)
+            .into_par_iter()
+            .with_min_len(1 << 16)
+            .map(|i| f32_of_key(k + i as i64))
+            .collect();
+        each(&xs);
+        k = end + 1;
+        progress((k - a) as f64 / (b - a + 1) as f64);
+    }
+    Ok(())
+}
+
 /// [`dense_error`] over every f32 input of the table's range, where it holds at most
-/// `ctx.exhaustive_limit` values (None otherwise), in blocks of 2^22 inputs in f32 order,
-/// calling `progress` with the fraction done after each and stopping if cancelled.
+/// `ctx.exhaustive_limit` values (None otherwise), block by block ([`for_every_f32`]:
+/// `progress` after each, stopping if cancelled).
 fn exhaustive_error(
     ctx: &Ctx,
     table: &Table,
     progress: &dyn Fn(f64),
 ) -> Result<Option<(f64, f64)>> {
     use rayon::prelude::*;
-    const BLOCK: i64 = 1 << 22;
     let bp = table.breakpoints();
-    let (a, b) = (f32_key(bp.lo()), f32_key(bp.hi()));
-    if (b - a) as u64 + 1 > ctx.exhaustive_limit {
+    if (f32_key(bp.hi()) - f32_key(bp.lo())) as u64 + 1 > ctx.exhaustive_limit {
         return Ok(None);
     }
     let mut e = (0.0f64, 0.0f64);
-    let mut k = a;
-    while k <= b {
-        ctx.check()?;
-        let end = (k + BLOCK - 1).min(b);
-        let m = (0..(end - k + 1) as usize)
-            .into_par_iter()
+    for_every_f32(bp.lo(), bp.hi(), &|| ctx.check(), progress, &mut |xs| {
+        let m = xs
+            .par_iter()
             .with_min_len(4096)
-            .map(|i| point_error(ctx, table, f32_of_key(k + i as i64)))
+            .map(|&x| point_error(ctx, table, x))
             .reduce(|| (0.0, 0.0), |x, y| (x.0.max(y.0), x.1.max(y.1)));
         e = (e.0.max(m.0), e.1.max(m.1));
-        k = end + 1;
-        progress((k - a) as f64 / (b - a + 1) as f64);
-    }
+    })?;
     Ok(Some(e))
 }
 
