@@ -4,7 +4,7 @@ bench/torch_bench.py (``t(x)`` against ``F.gelu(x)``, both allocating) includes.
 
     .venv/bin/python bench/cpu_prealloc_vs_eager.py [N]      # default 2^24; 2 threads
 
-Inputs randn·4; the catalogue's bf16-exact tables from .gpu-tables/ (see README); the
+Inputs randn·4; the catalogue's bf16-exact tables from .gpu-tables/ (scripts/fit_bench_tables.sh); the
 minimum of 7 calls, two interleaved rounds each.
 """
 

@@ -9,6 +9,7 @@ least-squares table), PyTorch eager, torch.compile, and a copy of the same bytes
     python bench/torch_bench.py --device cuda            # N = 2^28
     python bench/torch_bench.py --device cpu --threads 2  # N = 2^24
     python bench/torch_bench.py --tables DIR              # use DIR/<name>.json tables
+                                                          # (scripts/fit_bench_tables.sh DIR fits them)
 
 Timings: median of --reps runs after warm-up (CUDA events on GPU, perf_counter on CPU).
 On the GPU each timed run is --calls back-to-back calls between two events, divided by

@@ -52,5 +52,5 @@ echo "Or the PyTorch GPU benchmark first, then the GPU check (about 8 minutes on
 echo "kernel cache is warm; a freshly started machine can exceed one 600-s call: then run"
 echo "'bash .gpu/run.sh' and 'bash .gpu/torch_bench.sh' as two calls):"
 echo "  command: bash .gpu/all.sh"
-echo "  carry:   [\".gpu\", \".gpu-tables\"]   (.gpu-tables optional: pwpa fit F --exact bf16 --exp-tails -o .gpu-tables/F.json)"
+echo "  carry:   [\".gpu\", \".gpu-tables\"]   (.gpu-tables optional: scripts/fit_bench_tables.sh fits them)"
 echo "  timeout_s: 600"

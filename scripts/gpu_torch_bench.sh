@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Device side (copied to .gpu/torch_bench.sh by scripts/gpu_check.sh): install the carried
 # CUDA wheel privately and run bench/torch_bench.py on the GPU (N = 2^28). Tables come from
-# .gpu-tables/<name>.json when that folder is carried (fitted here with
-# `pwpa fit F --exact bf16 --exp-tails`); missing ones are fitted on the device.
+# .gpu-tables/<name>.json when that folder is carried (fitted here by
+# scripts/fit_bench_tables.sh); missing ones are fitted on the device.
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 site=$(mktemp -d /tmp/pwpa-site.XXXXXX)

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Fit the benchmark's tables: one bf16-exact table per catalogue function, written to
+# DIR/<name>.json (default .gpu-tables/, which bench/torch_bench.py --tables and the device
+# scripts read; carry it with .gpu). Every table is correctly rounded to bf16 on every bf16
+# input of its range; the script stops if a fit is not.
+#
+# Usage: scripts/fit_bench_tables.sh [--exp2-tails] [DIR]
+#
+# Default set: the tables that run fastest in f32 on the GPU (session 26, H100, torch_bench
+# f32 at 2^28, N(0, 16) inputs; bench/results/torch-cuda-2026-11-27-h100-s26-tables.md).
+#   - gelu, gelu_tanh, silu, mish, exp, exp2: no exp2 tails. The range reaches where the
+#     function rounds to 0 in bf16, so the constant 0 tail is correctly rounded beyond it
+#     too (every finite bf16 input, checked below), and the pieces are degree 4 on uniform
+#     breakpoints. With exp2 tails on the side where typical inputs fall these tables
+#     were 1-5 % slower than a copy of the same bytes (warp divergence, then compaction),
+#     without them 0.2-0.5 %. On the CPU the exp2-tail tables are the faster ones (exp 5.5
+#     against 8.2 ms at 2^24 on two cores); both are well ahead of PyTorch there.
+#   - sqrt: degree 2 (30 pieces; the 17 pieces of degree 3 take a 135 KB lookup grid on the
+#     GPU and ran 0.7 % slower than a copy, degree 2 0.4 % faster).
+#   - the others: `--exact bf16 --exp-tails` (the smallest exact tables).
+# --exp2-tails: every table `--exact bf16 --exp-tails` (the set before session 26, which the
+#   lab scripts under bench/gpu_lab/ measured as ".gpu-tables").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exp2_only=0
+if [ "${1:-}" = "--exp2-tails" ]; then
+  exp2_only=1
+  shift
+fi
+dir=${1:-.gpu-tables}
+[ -x target/release/pwpa ] || cargo build --release -p pwpa-cli
+pwpa=target/release/pwpa
+mkdir -p "$dir"
+
+# name|fit arguments|whole line: 1 = every finite bf16 input must be correctly rounded
+fast_f32='gelu|--range=-13.5,8 -D 4 --breakpoints uniform|1
+gelu_tanh|--range=-11,8 -D 4 --breakpoints uniform|1
+silu|--range=-98,20 -D 4 --breakpoints uniform|1
+mish|--range=-98,20 -D 4 --breakpoints uniform|1
+exp|-D 4 --breakpoints uniform|1
+exp2|-D 4 --breakpoints uniform|1
+sqrt|-D 2|0'
+all=(gelu gelu_tanh silu sigmoid tanh exp exp2 softplus mish elu selu erf log_sigmoid hardswish
+  reciprocal rsqrt sqrt log)
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+for name in "${all[@]}"; do
+  args="--exp-tails"
+  whole=0
+  if [ $exp2_only = 0 ]; then
+    line=$(grep "^$name|" <<<"$fast_f32" || true)
+    if [ -n "$line" ]; then
+      args=$(cut -d'|' -f2 <<<"$line")
+      whole=$(cut -d'|' -f3 <<<"$line")
+    fi
+  fi
+  # shellcheck disable=SC2086
+  "$pwpa" fit "$name" --exact bf16 $args -o "$dir/$name.json" >"$log" 2>&1 || {
+    cat "$log" >&2
+    echo "fit_bench_tables: pwpa fit $name --exact bf16 $args failed" >&2
+    exit 1
+  }
+  if [ "$whole" = 1 ] && ! grep -q "all finite: 100.0000% correctly rounded" "$log"; then
+    grep "all finite" "$log" >&2 || true
+    echo "fit_bench_tables: $name: not correctly rounded on every finite bf16 input" >&2
+    exit 1
+  fi
+  printf '%-12s %s\n' "$name" "$(grep -E '^[a-z_0-9]+: [0-9]+ (pieces|partitions) of degree' "$log" | head -1)"
+done
+echo "wrote ${#all[@]} tables to $dir"
