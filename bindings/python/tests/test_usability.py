@@ -162,7 +162,7 @@ def test_ctrl_c_and_callback_errors_stop_a_long_fit():
 
 
 def test_useless_fit_warns():
-    with pytest.warns(pwpa.FitWarning, match=r"farther from exp than 0 is on 9\d % of"):
+    with pytest.warns(pwpa.FitWarning, match=r"no nearer to exp than 0 is \(to within 0\.1 %\) on 9\d % of"):
         t = pwpa.fit("exp")
     assert "warning" in t.meta
     with warnings.catch_warnings():

@@ -664,7 +664,7 @@ def fit(
         (``meta["verified_on"]`` says which check ran). Without it, ranges of more than
         2^25 f32 values are checked on a dense sweep, which can miss the largest f32
         rounding error by a little; with it, about 20-50 s per 10^9 inputs on two cores.
-    The GIL is released while fitting. A table that is farther from the function than 0
+    The GIL is released while fitting. A table that is no nearer to the function than 0
     is on most of the range (exp over its whole domain with error='abs', say) comes with
     a FitWarning that says what to change.
     """

@@ -56,8 +56,8 @@ class CudaError(DeviceError):
 
 
 class FitWarning(UserWarning):
-    """A fit that succeeded but is useless on most of its range (the table is farther
-    from the function than 0 is there); the message says what to change."""
+    """A fit that succeeded but is useless on most of its range (the table is no nearer
+    to the function than 0 is there); the message says what to change."""
 
 
 __all__ = [

@@ -258,6 +258,11 @@ struct Ctx<'a> {
     /// under relative error: pieces touching a z are anchored there, so that the table
     /// gives exactly 0 at z and keeps relative accuracy near it.
     zeros: Vec<f32>,
+    /// Under relative error, the nearest exact zero of f outside the range on each side,
+    /// within the range's width of it ([`zeros_beside`]): an end piece at most its own
+    /// width away is also fitted anchored there, and the better kept
+    /// (`place::fit_beside_zero`; tanh on [1e-10, 1] is anchored at 0).
+    zeros_beside: Vec<f32>,
     /// Under relative error, the roots of f between two f32 values ([`near_roots`]): (z,
     /// f(z) in f32), z the f32 beside the root where |f| is smaller. A piece holding one
     /// (and no exact zero) is anchored at z with p(z) = f(z).
@@ -527,6 +532,26 @@ fn root_like(f: &(dyn Fn(f64) -> f64 + Sync), a: f32, b: f32, v: f64) -> bool {
     a64.min(b64) >= 8.0 * v.abs() && a128 >= 1.8 * a64 && b128 >= 1.8 * b64
 }
 
+/// The exact zeros of f ([`exact_zeros`]) outside [lo, hi] but within hi − lo of it: the
+/// nearest on each side. Near such a zero f is small and an end piece anchored inside the
+/// range returns it as the difference of much larger terms: tanh on [1e-10, 1], 8×3, had
+/// a relative error of 10 at x = 1e-10, exp(x) − 1 on [1e-7, 1], 4×3, 0.11.
+fn zeros_beside(f: &(dyn Fn(f64) -> f64 + Sync), lo: f32, hi: f32) -> Vec<f32> {
+    let mut out = Vec::new();
+    let width = hi as f64 - lo as f64;
+    let below = ((lo as f64 - width) as f32).max(f32::MIN);
+    let lo_prev = lo.next_down();
+    if below <= lo_prev {
+        out.extend(exact_zeros(f, below, lo_prev).last());
+    }
+    let above = ((hi as f64 + width) as f32).min(f32::MAX);
+    let hi_next = hi.next_up();
+    if hi_next <= above {
+        out.extend(exact_zeros(f, hi_next, above).first());
+    }
+    out
+}
+
 /// The most roots between f32 values a relative-error fit anchors pieces beside.
 pub const MAX_ROOTS: usize = 4096;
 
@@ -712,13 +737,14 @@ pub fn fit_function(
     if let Some(e) = re {
         tail_notes.insert("right_tail_log2_error".into(), e.into());
     }
-    let (zeros, roots) = if measure == ErrorMeasure::Relative {
+    let (zeros, zeros_beside, roots) = if measure == ErrorMeasure::Relative {
         (
             exact_zeros(f, core_lo, core_hi),
+            zeros_beside(f, core_lo, core_hi),
             near_roots(f, core_lo, core_hi),
         )
     } else {
-        (Vec::new(), Vec::new())
+        (Vec::new(), Vec::new(), Vec::new())
     };
     let ctx = Ctx {
         f,
@@ -729,6 +755,7 @@ pub fn fit_function(
         measure,
         continuous: opts.continuous,
         zeros,
+        zeros_beside,
         roots,
         adapt_iters: if exact.is_some() { 12 } else { 40 },
         exhaustive_limit: if opts.verify_every_f32 {
@@ -909,7 +936,8 @@ pub fn fit_function(
 /// Points of [`useless_warning`]'s sweep.
 const USELESS_POINTS: usize = 4097;
 
-/// A warning when the table is farther from f than 0 is (|table − f| > |f|) on more than
+/// A warning when the table is no nearer to f than 0 is, to within 0.1 %
+/// (|table − f| ≥ (1 − 2^-10)·|f|, f ≠ 0, or a nonzero table where f is 0), on more than
 /// half of [lo, hi] (evenly spaced points), or, for a relative-error fit, on more than
 /// half of its f32 inputs (points evenly spaced in f32 order: on a range spanning decades
 /// the inputs crowd near 0; under absolute error any table is farther than 0 where |f| is
@@ -926,11 +954,13 @@ fn useless_warning(
     hi: f32,
 ) -> Option<String> {
     // No nearer than 0 where f is not 0: a table that is exactly 0 there (a bump near 0
-    // that the pieces missed: x·e^(−x²) on [0, 1e30]) is as useless as a farther one.
+    // that the pieces missed: x·e^(−x²) on [0, 1e30]) is as useless as a farther one, and
+    // so is one whose relative error is 0.999 (sqrt on [1e-20, 1e6], 4 pieces, relative:
+    // x·q(x) with its first piece anchored at 0 is ~1e-11·sqrt(x) at x = 1e-20).
     let worse_than_0 = |x: f32| {
         let want = f(x as f64);
         let d = (table.eval_f32(x) as f64 - want).abs();
-        d > want.abs() || (d == want.abs() && want != 0.0)
+        d > want.abs() || (want != 0.0 && d >= (1.0 - 1.0 / 1024.0) * want.abs())
     };
     let n = (USELESS_POINTS - 1) as f64;
     let by_length = (0..USELESS_POINTS)
@@ -959,7 +989,7 @@ fn useless_warning(
         ErrorMeasure::Relative => "use more partitions or a higher degree",
     };
     Some(format!(
-        "the table is farther from {name} than 0 is on {:.0} % of {of}{}[{lo}, {hi}]: {advice}, narrow the range, \
+        "the table is no nearer to {name} than 0 is (to within 0.1 %) on {:.0} % of {of}{}[{lo}, {hi}]: {advice}, narrow the range, \
          or use an exact fit with exp2 tails (--exact bf16 --exp-tails) for functions that decay or grow exponentially",
         100.0 * frac,
         if of.is_empty() { "" } else { " " },

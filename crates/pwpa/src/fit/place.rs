@@ -44,17 +44,16 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
                 pin_left: (ctx.continuous && i > 0).then_some(a0),
                 pin_right: (ctx.continuous && i + 1 < p).then_some(b0),
             };
-            let pf = if ctx.cancelled() {
-                PieceFit {
+            let (spec, pf) = if ctx.cancelled() {
+                let pf = PieceFit {
                     coeffs: vec![0.0; d + 1],
                     error: 0.0,
                     lower_bound: 0.0,
                     converged: true,
-                }
+                };
+                (spec, pf)
             } else {
-                let mut pf = fit_piece(ctx.f, &spec, d, ctx.method, ctx.measure);
-                pf.error = pf.error.max(root_noise(ctx, a, b, spec.anchor, &pf.coeffs));
-                pf
+                fit_beside_zero(ctx, spec, d)
             };
             (spec.anchor as f32, pf)
         })
@@ -106,7 +105,8 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
 /// x³ − x over [−2, 2] anchored at −1 rounds tiny x to 3 relative error, at 0 it is exact
 /// to 1.2e-7), else the first. A piece without one that holds a root of f between two
 /// f32 values ([`super::Ctx::roots`]) is anchored beside it: p = v + (x − z)·q.
-/// Returns (z, v), v = 0 at an exact zero.
+/// Returns (z, v), v = 0 at an exact zero. (An end piece beside a zero outside the range:
+/// [`fit_beside_zero`].)
 fn zero_anchor(ctx: &Ctx, a: f64, b: f64) -> Option<(f64, f64)> {
     const NEAR: f64 = 1.0 / 4096.0;
     let pick = |ok: &dyn Fn(f64) -> bool| {
@@ -128,6 +128,101 @@ fn zero_anchor(ctx: &Ctx, a: f64, b: f64) -> Option<(f64, f64)> {
             [(z, v)] => Some((*z as f64, *v as f64)),
             _ => None,
         })
+}
+
+/// Fits a piece as `spec` says ([`fit_piece`], plus [`root_noise`]). An end piece of the
+/// range with a zero z of f beyond that end, at most the piece's width away
+/// ([`super::Ctx::zeros_beside`]), and no anchor of its own is also fitted anchored at z
+/// (p = (x − z)·q), and the better of the two kept, each judged by its f32 evaluation's
+/// relative error near that end as well ([`beside_noise`]): anchored at its midpoint the
+/// piece returns the small values of f there as the difference of much larger terms
+/// (tanh on [1e-10, 1], 8×3: 10 at x = 1e-10, anchored 7.4e-7), while anchored at a zero
+/// further away it has one coefficient fewer to fit f with (sqrt on [1/64, 64], 8×2:
+/// 2.5e-3 plain, 1.8e-2 anchored at 0).
+fn fit_beside_zero(ctx: &Ctx, spec: PieceSpec, d: usize) -> (PieceSpec, PieceFit) {
+    let fit = |s: &PieceSpec| {
+        let mut pf = fit_piece(ctx.f, s, d, ctx.method, ctx.measure);
+        pf.error = pf
+            .error
+            .max(root_noise(ctx, s.a, s.b, s.anchor, &pf.coeffs));
+        pf
+    };
+    let plain = fit(&spec);
+    let width = spec.b - spec.a;
+    let z = (!spec.zero_anchored && !ctx.continuous)
+        .then(|| {
+            ctx.zeros_beside.iter().map(|&z| z as f64).find(|&z| {
+                (spec.a <= ctx.lo as f64 && z < spec.a && spec.a - z <= width)
+                    || (spec.b >= ctx.hi as f64 && z > spec.b && z - spec.b <= width)
+            })
+        })
+        .flatten();
+    let Some(z) = z else {
+        return (spec, plain);
+    };
+    let anchored = PieceSpec {
+        anchor: z,
+        zero_anchored: true,
+        anchor_value: 0.0,
+        ..spec.clone()
+    };
+    let fa = fit(&anchored);
+    let judged = |s: &PieceSpec, pf: PieceFit| {
+        let e = pf.error.max(beside_noise(ctx, s, &pf.coeffs, z));
+        PieceFit { error: e, ..pf }
+    };
+    let (plain, fa) = (judged(&spec, plain), judged(&anchored, fa));
+    if fa.error < plain.error {
+        (anchored, fa)
+    } else {
+        (spec, plain)
+    }
+}
+
+/// The f32 evaluation's largest relative error at points of the piece near its end
+/// closest to z (a zero of f outside it): the end itself, the next f32, and 1, 4 and 16
+/// times the distance to z further in; at each the error seen or, if larger, half the
+/// unit roundoff (2^-24) times the size of the Horner terms (Σ|c_k|·|t|^(D−k)) over |f|.
+fn beside_noise(ctx: &Ctx, spec: &PieceSpec, coeffs: &[f64], z: f64) -> f64 {
+    let c: Vec<f32> = coeffs.iter().map(|&c| c as f32).collect();
+    let an = spec.anchor as f32;
+    let (end, dir) = if z < spec.a {
+        (spec.a, 1.0)
+    } else {
+        (spec.b, -1.0)
+    };
+    let dist = (end - z).abs();
+    let end32 = end as f32;
+    let inward = if dir > 0.0 {
+        next_up(end32)
+    } else {
+        next_down(end32)
+    };
+    let mut xs = vec![end32, inward];
+    xs.extend([1.0, 4.0, 16.0].map(|k| (end + dir * k * dist) as f32));
+    let mut e = 0.0f64;
+    for x in xs
+        .into_iter()
+        .filter(|&x| x as f64 >= spec.a && x as f64 <= spec.b)
+    {
+        let want = (ctx.f)(x as f64);
+        if want.abs() < crate::metrics::REL_FLOOR {
+            continue;
+        }
+        // The error seen, or half a unit roundoff per unit of the terms' size over |f|
+        // (what the rounding of terms that cancel typically leaves: a few points can
+        // miss the larger errors between them)
+        let t = (x - an) as f64;
+        let size = c
+            .iter()
+            .fold(0.0f64, |s, &ck| s * t.abs() + (ck as f64).abs());
+        let r = (horner(&c, x - an) as f64 - want)
+            .abs()
+            .max(0.5 * f32::EPSILON as f64 * 0.5 * size)
+            / want.abs();
+        e = if r.is_nan() { f64::INFINITY } else { e.max(r) };
+    }
+    e
 }
 
 /// The exact zeros of f inside the range (not at its ends).
@@ -332,8 +427,7 @@ fn split_points(ctx: &Ctx, p: usize, d: usize) -> Result<Vec<f64>> {
             pin_left: None,
             pin_right: None,
         };
-        let pf = fit_piece(ctx.f, &spec, d, ctx.method, ctx.measure);
-        let e = pf.error.max(root_noise(ctx, a, b, spec.anchor, &pf.coeffs));
+        let e = fit_beside_zero(ctx, spec, d).1.error;
         if e.is_nan() {
             f64::INFINITY
         } else {
