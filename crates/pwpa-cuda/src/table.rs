@@ -811,6 +811,10 @@ fn tile_grid_smem() -> usize {
 /// selu's 35–36 KB and gained on one, lost on the other (see [`CudaTable::spec`]).
 pub const TILE_GRID_SMEM: usize = 24 * 1024;
 
+/// Fewest pieces of a table whose f32 output takes at most 4 copies of its float4 planes
+/// (see [`CudaTable::spec`]).
+const FEW_COPIES_MIN_P: usize = 128;
+
 /// Most chunks in flight per thread with warp compaction of exp2-tail elements (its
 /// shared buffer holds a float per element of a thread's tile, and a tile's elements are
 /// one bit each of a 32-bit mask).
@@ -1362,8 +1366,28 @@ impl CudaTable {
         // ([`l1_price`]) in the shared memory there is; the float4 planes at most
         // PWPA_CUDA_REPL copies (tuning: 1, 2, 4 or 8; read once).
         static REPL_MAX: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-        let repl_max =
-            env_value(&REPL_MAX, "PWPA_CUDA_REPL", |r| [1, 2, 4, 8].contains(r)).unwrap_or(8);
+        // At most 4 copies (the model prices neither the staging of the copies nor how
+        // little a memory-bound kernel gains from fewer conflicts) for the forward pass to
+        // f32 of tables of 128 pieces or more, uniform ones from f32 input, on devices of
+        // ≤ 4 TB/s. Measured on an H100 (2026-11-27, session 26, one machine, the
+        // defaults → PWPA_CUDA_REPL=4; `pwpa bench --sweep`, fraction of copy, 2^28): f32
+        // uniform P256 D3 0.998 → 1.006, P1024 D3 0.994 → 1.000, D5 0.994 → 0.991, D8
+        // 0.978 → 0.981, P4096 D5 0.932 → 0.938, D8 0.869 → 0.877; bf16 → f32 P256 D3
+        // uniform 0.832 → 0.877, arbitrary 0.866 → 0.892, f16 → f32 0.836 → 0.884, 0.880 →
+        // 0.906; torch_bench f32 N(0, 16), ms, two rounds (eager 0.712–0.713): the
+        // benchmark's degree-4 uniform tables of 174–370 pieces gelu 0.714 → 0.712,
+        // gelu_tanh 0.715 → 0.713, silu 0.715 → 0.713, mish 0.715 → 0.713, exp 0.716 →
+        // 0.714, exp2 0.715 → 0.713. Not for arbitrary f32 tables (P1024 D3 0.981 → 0.923,
+        // P64 D1 1.001 → 0.985), f32 → 16-bit output (uniform P256 D3 0.995 → 0.923) or
+        // small tables (sigmoid, tanh, erf, softplus 0.713 → 0.745–0.748).
+        let few_copies = !fast_memory(self.backend.peak_bandwidth())
+            && !grad
+            && deriv.is_none()
+            && y_dtype == DType::F32
+            && self.table.partitions() >= FEW_COPIES_MIN_P
+            && (x_dtype != DType::F32 || self.bp.is_none());
+        let repl_max = env_value(&REPL_MAX, "PWPA_CUDA_REPL", |r| [1, 2, 4, 8].contains(r))
+            .unwrap_or(if few_copies { 4 } else { 8 });
         // Where even one copy of everything does not fit: the records first, else the
         // index data, else both from global memory (read through the L1 cache).
         let (smem_rec, smem_idx) = if rec_r(1, 1) + idx <= max {
