@@ -14,7 +14,7 @@
 #     breakpoints. With exp2 tails on the side where typical inputs fall these tables
 #     were 1-5 % slower than a copy of the same bytes (warp divergence, then compaction),
 #     without them 0.2-0.5 %. On the CPU both kinds are well ahead of PyTorch (2^24 f32 on
-#     two cores, ms: exp 5.5 with exp2 tails against 8.3 without, gelu 9.2 against 8.3).
+#     two cores, ms: exp 5.5 with exp2 tails against 8.2 without, gelu 9.2 against 8.3).
 #   - sqrt: degree 2 (30 pieces; the 17 pieces of degree 3 take a 135 KB lookup grid on the
 #     GPU and ran 0.7 % slower than a copy, degree 2 0.4 % faster).
 #   - the others: `--exact bf16 --exp-tails` (the smallest exact tables).
