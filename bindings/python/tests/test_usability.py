@@ -3,6 +3,7 @@ program saved with torch.export and loaded elsewhere finds its table or fails, n
 uses another), inputs numpy would silently coerce, progress callbacks that raise,
 the useless-fit warning, and argument checks."""
 
+import contextlib
 import json
 import os
 import signal
@@ -128,14 +129,23 @@ def test_progress_callback_errors_propagate():
     assert seen and seen[-1][0] == 1.0
 
 
+@contextlib.contextmanager
 def _sigint_in(seconds):
-    """Sends this process SIGINT (Ctrl-C) from a thread after `seconds`."""
+    """Sends this process SIGINT (Ctrl-C) from a thread after `seconds`, with Python's
+    own SIGINT handler installed until the block ends: a shell starts a background job
+    without job control with SIGINT ignored, and Python then never raises
+    KeyboardInterrupt (these tests failed so under `(cmd &)`)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def interrupt():
         time.sleep(seconds)
         os.kill(os.getpid(), signal.SIGINT)
 
-    threading.Thread(target=interrupt, daemon=True).start()
+    try:
+        threading.Thread(target=interrupt, daemon=True).start()
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def test_ctrl_c_and_callback_errors_stop_a_long_fit():
@@ -143,8 +153,7 @@ def test_ctrl_c_and_callback_errors_stop_a_long_fit():
     sent here from a thread a second in) and an exception from the progress callback
     both stop it within seconds, raising their exception."""
     t0 = time.perf_counter()
-    _sigint_in(1.0)
-    with pytest.raises(KeyboardInterrupt):
+    with _sigint_in(1.0), pytest.raises(KeyboardInterrupt):
         pwpa.fit("gelu", partitions=1 << 20)
     assert time.perf_counter() - t0 < 30
 
@@ -428,8 +437,7 @@ def test_ctrl_c_stops_a_report_of_every_f32_input():
     stops the report within seconds with KeyboardInterrupt."""
     t = pwpa.fit("x", range=(-1e15, 1e15), partitions=2, degree=1)
     t0 = time.perf_counter()
-    _sigint_in(1.0)
-    with pytest.raises(KeyboardInterrupt):
+    with _sigint_in(1.0), pytest.raises(KeyboardInterrupt):
         t.report(every_f32=True)
     assert time.perf_counter() - t0 < 30
 
