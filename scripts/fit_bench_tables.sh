@@ -28,7 +28,7 @@ if [ "${1:-}" = "--exp2-tails" ]; then
   shift
 fi
 dir=${1:-.gpu-tables}
-[ -x target/release/pwpa ] || cargo build --release -p pwpa-cli
+cargo build --release -q -p pwpa-cli  # up to date in a second; a stale binary would fit other tables
 pwpa=target/release/pwpa
 mkdir -p "$dir"
 
