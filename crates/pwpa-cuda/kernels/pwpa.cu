@@ -635,6 +635,7 @@ __device__ __forceinline__ Tab stage(const Params& p) {
     }
 #endif
     __syncthreads();
+    pdl_wait();  // only the uploaded tables were read so far (pdl.cuh)
     return tb;
 }
 
@@ -705,6 +706,7 @@ __device__ __forceinline__ void compact_first(const Params& p, const Tab& tb, co
 // aligned together) element by element.
 extern "C" __global__ void __launch_bounds__(BLOCK)
 pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32* ctr, Params p) {
+    pdl_launch_dependents();
     const u64 ntiles = (nchunks + WTILE - 1) / WTILE;
     const u32 tkl = (WSUB == 0) ? threadIdx.x : (threadIdx.x % TK_THREADS);  // thread within its taker
 #if WSUB != 0 && GW > 1

@@ -71,6 +71,10 @@ pub struct CudaBackend {
     modules: Mutex<HashMap<String, Arc<Module>>>,
     /// Per-stream tile-ticket counters (4 bytes each, zero between launches).
     tickets: Mutex<TicketPool>,
+    /// Launch pwpa's kernels with programmatic stream serialisation (kernels/pdl.cuh):
+    /// compute capability 9.0+, a CUDA 12.3+ driver (stream capture of such launches) and
+    /// PWPA_CUDA_PDL not 0. Cleared if the driver refuses such a launch.
+    pdl: std::sync::atomic::AtomicBool,
 }
 
 /// Tile-ticket counters: zeroed device words handed to streams on first use, from chunks
@@ -172,7 +176,19 @@ impl CudaBackend {
             attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).unwrap_or(0),
             attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).unwrap_or(0),
         );
+        let mut driver = 0;
+        // SAFETY: valid out-pointer.
+        let driver =
+            if unsafe { sys::cuDriverGetVersion(&mut driver) } == sys::CUresult::CUDA_SUCCESS {
+                driver
+            } else {
+                0
+            };
+        let pdl = major >= 9
+            && driver >= 12030
+            && std::env::var("PWPA_CUDA_PDL").map_or(true, |v| v != "0");
         Ok(Arc::new(CudaBackend {
+            pdl: std::sync::atomic::AtomicBool::new(pdl),
             ctx,
             arch: (major * 10 + minor) as u32,
             sms: sms.max(1) as u32,
@@ -437,6 +453,66 @@ impl CudaBackend {
                 std::ptr::null_mut(),
             )
         };
+        check(r, format!("launching {what}"))
+    }
+
+    /// Whether [`CudaBackend::launch_pdl`] launches with programmatic stream serialisation.
+    pub fn uses_pdl(&self) -> bool {
+        self.pdl.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Launches `f` like [`CudaBackend::launch`], with programmatic stream serialisation where
+    /// the device and driver support it (see `pdl`): for kernels that call `pdl_wait()` before
+    /// touching memory a previous kernel may use (kernels/pdl.cuh). If the driver refuses the
+    /// attribute (not supported, invalid), it is turned off for this backend and the kernel
+    /// launched plainly.
+    ///
+    /// # Safety
+    /// As [`CudaBackend::launch`]; the kernel must follow pdl.cuh's contract.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn launch_pdl(
+        &self,
+        f: sys::CUfunction,
+        grid: u32,
+        block: u32,
+        smem: usize,
+        stream: u64,
+        params: &mut [*mut std::ffi::c_void],
+        what: &str,
+    ) -> Result<()> {
+        if !self.uses_pdl() {
+            // SAFETY: per the caller.
+            return unsafe { self.launch(f, grid, block, smem, stream, params, what) };
+        }
+        self.bind()?;
+        // SAFETY: a zeroed attribute value is valid plain data; the field set is the one the
+        // attribute id selects.
+        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let cfg = sys::CUlaunchConfig {
+            gridDimX: grid.max(1),
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: block,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: smem as u32,
+            hStream: stream as sys::CUstream,
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: per the caller; cfg and attr outlive the call.
+        let r =
+            unsafe { sys::cuLaunchKernelEx(&cfg, f, params.as_mut_ptr(), std::ptr::null_mut()) };
+        if matches!(
+            r,
+            sys::CUresult::CUDA_ERROR_NOT_SUPPORTED | sys::CUresult::CUDA_ERROR_INVALID_VALUE
+        ) {
+            self.pdl.store(false, std::sync::atomic::Ordering::Relaxed);
+            // SAFETY: per the caller.
+            return unsafe { self.launch(f, grid, block, smem, stream, params, what) };
+        }
         check(r, format!("launching {what}"))
     }
 

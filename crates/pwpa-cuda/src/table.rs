@@ -14,6 +14,9 @@ pub const PWPA_CU: &str = include_str!("../kernels/pwpa.cu");
 /// The result-table kernel source (16-bit in, 16-bit out).
 pub const LUT_CU: &str = include_str!("../kernels/lut.cu");
 
+/// Programmatic-dependent-launch helpers, prepended to both kernel sources.
+pub const PDL_CUH: &str = include_str!("../kernels/pdl.cuh");
+
 /// Threads per block of the result-table kernel (one block per multiprocessor: the
 /// 128 KiB table leaves no room for a second one).
 pub const LUT_BLOCK: u32 = 1024;
@@ -670,6 +673,7 @@ impl KernelSpec {
             None => s.push_str("#define FUSED 0\n#define DEG2 0\n#define NQ2 1\n#define TW2 0\n#define HASA2 1\n#define LT2 0\n#define RT2 0\n#define LXD2 1\n#define RXD2 1\n"),
         }
         s.push_str(&format!("#define GW {}\n", self.gw));
+        s.push_str(PDL_CUH);
         s.push_str(PWPA_CU);
         s
     }
@@ -1198,7 +1202,7 @@ impl CudaTable {
     /// The result-table kernel's source: `unroll` chunks in flight per thread, tiles taken
     /// by groups of `gw` warps (`LUT_BLOCK / 32`: the block; see [`lut_group`]).
     pub fn lut_source(unroll: u32, gw: u32) -> String {
-        format!("#define BLOCK {LUT_BLOCK}\n#define UNROLL {unroll}\n#define GW {gw}\n{LUT_CU}")
+        format!("#define BLOCK {LUT_BLOCK}\n#define UNROLL {unroll}\n#define GW {gw}\n{PDL_CUH}{LUT_CU}")
     }
 
     /// Shared memory for the records with `repl` copies of the float4 planes and `replt`
@@ -1954,7 +1958,7 @@ impl CudaTable {
         // SAFETY: the argument list matches pwpa_eval's signature; pointers were checked.
         unsafe {
             self.backend
-                .launch(f, grid, spec.block, smem, stream, &mut args, "pwpa_eval")
+                .launch_pdl(f, grid, spec.block, smem, stream, &mut args, "pwpa_eval")
         }
     }
 
@@ -2061,7 +2065,7 @@ impl CudaTable {
         // SAFETY: the argument list matches pwpa_lut's signature; pointers were checked.
         unsafe {
             self.backend
-                .launch(f, grid, LUT_BLOCK, LUT_BYTES, stream, &mut args, "pwpa_lut")
+                .launch_pdl(f, grid, LUT_BLOCK, LUT_BYTES, stream, &mut args, "pwpa_lut")
         }
     }
 

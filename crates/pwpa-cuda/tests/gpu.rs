@@ -106,6 +106,109 @@ fn random_f32_inputs_match_cpu() {
     }
 }
 
+/// Launches that depend on each other, queued on one stream without a host wait: each
+/// reads the previous launch's output, and some overwrite a buffer that the launch before
+/// them read. With programmatic dependent launch (kernels/pdl.cuh: a kernel may start, and
+/// stage its table, before the previous one ends) a read or write before `pdl_wait()`
+/// would see or clobber the wrong data. f32 kernels, the 16-bit result-table kernel and
+/// the mixed-size ones alternate; every stage is checked bit for bit against the CPU
+/// oracle applied in the same order.
+#[test]
+fn dependent_launches_on_one_stream_match_cpu() {
+    let Some(b) = backend() else { return };
+    eprintln!(
+        "sm_{}: programmatic dependent launch {}",
+        b.arch(),
+        if b.uses_pdl() { "on" } else { "off" }
+    );
+    if b.arch() >= 90 && std::env::var_os("PWPA_CUDA_PDL").is_none() {
+        assert!(
+            b.uses_pdl(),
+            "sm_90+ with a CUDA 12.3+ driver launches with PDL"
+        );
+    }
+    let mut r = Rng(29);
+    let quick = std::env::var_os("PWPA_GPU_TEST_QUICK").is_some();
+    let n = if quick { (1 << 16) + 3 } else { (1 << 22) + 5 };
+    // Clamp tails keep every stage's values finite and inside the next table's range.
+    let ts: Vec<Table> = (0..6)
+        .map(|k| {
+            random_table(
+                &mut r,
+                k % 2 == 1,
+                [7usize, 256, 1024][k % 3],
+                1 + k % 5,
+                0,
+                0,
+            )
+        })
+        .collect();
+    let cts: Vec<CudaTable> = ts.iter().map(|t| CudaTable::new(&b, t).unwrap()).collect();
+    let x: Vec<f32> = (0..n).map(|_| r.range(-12.0, 12.0) as f32).collect();
+    let xb = DeviceBuffer::from_slice(&b, &x).unwrap();
+    let f1 = DeviceBuffer::new(&b, 4 * n).unwrap();
+    let f2 = DeviceBuffer::new(&b, 4 * n).unwrap();
+    let h1 = DeviceBuffer::new(&b, 2 * n).unwrap();
+    let h2 = DeviceBuffer::new(&b, 2 * n).unwrap();
+    // (table, input, its dtype, output, its dtype): x -> f1 -> f2 -> h1 -> h2 -> h1 (h1
+    // was read by the launch before) -> f1 (read two launches before) -> f2 -> h2.
+    let f32t = DType::F32;
+    let bf = DType::BF16;
+    let chain = [
+        (0, &xb, f32t, &f1, f32t),
+        (1, &f1, f32t, &f2, f32t),
+        (2, &f2, f32t, &h1, bf),
+        (3, &h1, bf, &h2, bf),
+        (4, &h2, bf, &h1, bf),
+        (5, &h1, bf, &f1, f32t),
+        (0, &f1, f32t, &f2, f32t),
+        (3, &f2, f32t, &h2, bf),
+    ];
+    for round in 0..3 {
+        for &(k, src, sd, dst, dd) in &chain {
+            // SAFETY: every buffer holds n elements of its dtype.
+            unsafe { cts[k].eval_raw(src.ptr(), dst.ptr(), n, sd, dd, 0).unwrap() };
+        }
+        b.synchronize().unwrap();
+        // The CPU, stage by stage, on the values the previous stage produced.
+        let mut cur: Vec<f32> = x.clone();
+        for (stage, &(k, _, sd, dst, dd)) in chain.iter().enumerate() {
+            let t = &ts[k];
+            let want: Vec<f32> = cur
+                .iter()
+                .map(|&v| match (sd == bf, dd == bf) {
+                    (false, false) => t.eval::<f32, f32>(v),
+                    (false, true) => t.eval::<f32, bf16>(v).to_f32(),
+                    (true, false) => t.eval::<bf16, f32>(bf16::from_f32(v)),
+                    (true, true) => t.eval::<bf16, bf16>(bf16::from_f32(v)).to_f32(),
+                })
+                .collect();
+            // Only the last write of each buffer survives; check the stages whose output
+            // is not overwritten later in the chain.
+            let later = chain[stage + 1..].iter().any(|c| std::ptr::eq(c.3, dst));
+            if !later {
+                let got: Vec<f32> = if dd == bf {
+                    let mut o = vec![bf16::from_bits(0); n];
+                    dst.download(0, &mut o).unwrap();
+                    o.iter().map(|v| v.to_f32()).collect()
+                } else {
+                    let mut o = vec![0f32; n];
+                    dst.download(0, &mut o).unwrap();
+                    o
+                };
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(
+                        g.to_bits(),
+                        w.to_bits(),
+                        "round {round}, stage {stage} (table {k}, {dd} out): element {i}"
+                    );
+                }
+            }
+            cur = want;
+        }
+    }
+}
+
 /// Tables with exp2 tails on inputs whose share in a tail runs from none to all, in
 /// segments: the f32 kernel gathers a warp's tail elements when up to half its tile is in a
 /// tail and goes chunk by chunk otherwise, so every share exercises one path or the other
