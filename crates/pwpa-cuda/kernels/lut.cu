@@ -27,6 +27,15 @@ typedef unsigned long long u64;
 
 extern __shared__ __align__(128) uint4 lut_s4[];
 
+// The streaming loads of x and stores of y are plain ones. With the cache-streaming hints
+// (__ldcs/__stcs) a call's time depended on where its output lies: bench/gpu_lab/lutlab.cu
+// (H100, 2026-11-28, session 27, 2^28 bf16, four output buffers, us): __ldcs + __stcs
+// 360.4-363.4, plain loads + __stcs 356.4-358.2, plain loads and stores 355.4-357.0 (an
+// eager-like kernel 358.1-358.4); torch_bench `table(x)` 0.361 -> 0.355-0.356 ms.
+// (pwpa.cu keeps __ldcs: plain loads made the f32 sigmoid and softplus tables 10 % slower.)
+__device__ __forceinline__ uint4 ld_stream(const uint4* p) { return *p; }
+__device__ __forceinline__ void st_stream(uint4* p, uint4 v) { *p = v; }
+
 // The 128 KiB table into lut_s4; returns with it visible to the whole block.
 __device__ __forceinline__ void stage_lut(const uint4* lut) {
 #if __CUDA_ARCH__ >= 900
@@ -122,7 +131,7 @@ pwpa_lut(const u16* x, u16* y, const uint4* lut, u64 n, u64 vbeg, u64 nchunks, u
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             u64 c = c0 + (u64)u * TK_THREADS;
-            if (c < nchunks) v[u] = __ldcs(xv + c);
+            if (c < nchunks) v[u] = ld_stream(xv + c);
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
@@ -133,7 +142,7 @@ pwpa_lut(const u16* x, u16* y, const uint4* lut, u64 n, u64 vbeg, u64 nchunks, u
                 o.y = look2(s, v[u].y);
                 o.z = look2(s, v[u].z);
                 o.w = look2(s, v[u].w);
-                __stcs(yv + c, o);
+                st_stream(yv + c, o);
             }
         }
         if (tkl == 0) {
