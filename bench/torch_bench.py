@@ -6,6 +6,12 @@ the fitter can make one, else a fixed 256x3 minimax fit, else a provisional nump
 least-squares table), PyTorch eager, torch.compile, and a copy of the same bytes
 (``y.copy_(x)``: the bandwidth roof). Writes CSV + markdown to bench/results/.
 
+pwpa is timed as ``table(x)``, returning a new tensor as eager and torch.compile do, so all
+three write to a block from the same allocator. The out= columns time kernel against kernel:
+``table(x, out=y)`` and PyTorch's own ATen out= kernel (``torch.ops.aten.<f>.out``, where one
+exists) into the same preallocated y. On a CPU allocating the result can cost more than the
+kernel (a fresh mapping's page faults), so there the out= columns are the kernels' speeds.
+
     python bench/torch_bench.py --device cuda            # N = 2^28
     python bench/torch_bench.py --device cpu --threads 2  # N = 2^24
     python bench/torch_bench.py --tables DIR              # use DIR/<name>.json tables
@@ -106,6 +112,32 @@ TORCH_FNS = {
     "quick_gelu": lambda x: x * torch.sigmoid(1.702 * x),
 }
 
+# PyTorch's own kernels writing into a preallocated y (the aten out= variants behind the
+# functions above), timed beside pwpa's out= call: kernel against kernel, same output
+# buffer. Allocating a result costs more than the kernel on a CPU (page faults of a fresh
+# mapping: 2^24 f32 silu 31.6 ms against 6.7 ms into y on the dev VM, session 27).
+_A = torch.ops.aten
+TORCH_OUT_FNS = {
+    "gelu": lambda x, y: _A.gelu.out(x, out=y),
+    "gelu_tanh": lambda x, y: _A.gelu.out(x, approximate="tanh", out=y),
+    "silu": lambda x, y: _A.silu.out(x, out=y),
+    "sigmoid": lambda x, y: _A.sigmoid.out(x, out=y),
+    "tanh": lambda x, y: _A.tanh.out(x, out=y),
+    "exp": lambda x, y: _A.exp.out(x, out=y),
+    "exp2": lambda x, y: _A.exp2.out(x, out=y),
+    "softplus": lambda x, y: _A.softplus.out(x, 1.0, 20.0, out=y),
+    "mish": lambda x, y: _A.mish.out(x, out=y),
+    "elu": lambda x, y: _A.elu.out(x, 1.0, 1.0, 1.0, out=y),
+    # F.selu is elu with these constants (ATen's selu).
+    "selu": lambda x, y: _A.elu.out(x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0, out=y),
+    "erf": lambda x, y: _A.erf.out(x, out=y),
+    "hardswish": lambda x, y: _A.hardswish.out(x, out=y),
+    "rsqrt": lambda x, y: _A.rsqrt.out(x, out=y),
+    "sqrt": lambda x, y: _A.sqrt.out(x, out=y),
+    "log": lambda x, y: _A.log.out(x, out=y),
+    "reciprocal": lambda x, y: _A.reciprocal.out(x, out=y),
+}
+
 # Composites written the way users write them (the fusion case).
 COMPOSITES = {
     # name: (pwpa spec, torch fn)
@@ -169,13 +201,16 @@ def timer(device):
             lead = 0
             if not ARGS.host_latency:
                 # The host time of one run's calls (launches only: the GPU is idle here, so
-                # nothing waits), doubled, plus 100 us for the event records.
+                # nothing waits), doubled, plus 100 us for the event records; at least 2 ms,
+                # a margin for dispatch paths slower while the GPU is busy (with no lead at
+                # all `table(x)` read 361.8 us per 16-bit call against 356.0 with one;
+                # bench/gpu_lab/alloc_gap.py, session 27).
                 t0 = time.perf_counter()
                 for _ in range(calls):
                     fn()
                 host_us = (time.perf_counter() - t0) * 1e6
                 torch.cuda.synchronize()
-                lead = int((2.0 * host_us + 100.0) * _sleep_cycles_per_us())
+                lead = int(max(2.0 * host_us + 100.0, 2000.0) * _sleep_cycles_per_us())
             times = []
             for _ in range(reps):
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -253,8 +288,12 @@ def main():
             t_copy = run(lambda: y.copy_(x), reps)
             rec["copy_ms"] = t_copy * 1e3
             if table is not None:
-                t_p = run(lambda: table(x, out=y), reps)
+                # Like eager and torch.compile, pwpa returns a new tensor: all three write to
+                # a block from the same allocator, and the output's placement moves a GPU call
+                # by ~1 us (bench/gpu_lab/alloc_probe.py). Into a preallocated y: pwpa_out_ms.
+                t_p = run(lambda: table(x), reps)
                 rec["pwpa_ms"] = t_p * 1e3
+                rec["pwpa_out_ms"] = run(lambda: table(x, out=y), reps) * 1e3
                 # accuracy on a subsample against the f64 reference
                 if f64 is not None:
                     xs = x[:: max(1, n // 65536)]
@@ -264,6 +303,15 @@ def main():
                     rec["pwpa_max_abs_err"] = float(np.max(np.abs(got[fin] - want[fin]))) if fin.any() else ""
             if tf is not None:
                 rec["eager_ms"] = run(lambda: tf(x), reps) * 1e3
+                tfo = TORCH_OUT_FNS.get(name)
+                if tfo is not None:
+                    z = torch.empty_like(x)
+                    tfo(x, z)
+                    w = tf(x)
+                    if not bool(((z == w) | (z.isnan() & w.isnan())).all()):  # the same function
+                        sys.exit(f"{name}: the aten out= variant differs from the eager function")
+                    del z, w
+                    rec["eager_out_ms"] = run(lambda: tfo(x, y), reps) * 1e3
                 if not ARGS.no_compile:
                     torch._dynamo.reset()
                     cf = torch.compile(tf, fullgraph=True, dynamic=False)
@@ -279,16 +327,23 @@ def main():
                 if isinstance(v, float):
                     rec[f"{k}_GBps"] = nbytes / (v / 1e3) / 1e9
                     rec[f"{k}_vs_copy"] = rec["copy_ms"] / v
+            if isinstance(rec.get("pwpa_out_ms"), float):
+                # The copy writes into a preallocated y: compare the kernel that does too.
+                rec["pwpa_vs_copy"] = rec["copy_ms"] / rec["pwpa_out_ms"]
             if isinstance(rec.get("pwpa_ms"), float):
                 for k in ("eager", "compile"):
                     if isinstance(rec.get(f"{k}_ms"), float):
                         rec[f"speedup_vs_{k}"] = rec[f"{k}_ms"] / rec["pwpa_ms"]
+            if isinstance(rec.get("pwpa_out_ms"), float) and isinstance(rec.get("eager_out_ms"), float):
+                rec["speedup_out_vs_eager_out"] = rec["eager_out_ms"] / rec["pwpa_out_ms"]
             rows.append(rec)
             print(
-                "  {dtype:4s} copy {copy_ms:8.3f} ms | pwpa {p} | eager {e} | compile {c}".format(
+                "  {dtype:4s} copy {copy_ms:8.3f} ms | pwpa {p} | eager {e} | compile {c} | out=: pwpa {po} eager {eo}".format(
                     dtype=dname,
                     copy_ms=rec["copy_ms"],
                     p=_fmt(rec.get("pwpa_ms")),
+                    po=_fmt(rec.get("pwpa_out_ms")),
+                    eo=_fmt(rec.get("eager_out_ms")),
                     e=_fmt(rec.get("eager_ms")),
                     c=_fmt(rec.get("compile_ms")),
                 ),
@@ -343,8 +398,8 @@ def _fmt(v):
 
 
 COLS = [
-    "function", "dtype", "n", "device", "table", "P", "D", "copy_ms", "pwpa_ms", "eager_ms", "compile_ms",
-    "pwpa_vs_copy", "eager_vs_copy", "compile_vs_copy", "speedup_vs_eager", "speedup_vs_compile",
+    "function", "dtype", "n", "device", "table", "P", "D", "copy_ms", "pwpa_ms", "pwpa_out_ms", "eager_ms", "eager_out_ms", "compile_ms",
+    "pwpa_vs_copy", "eager_vs_copy", "compile_vs_copy", "speedup_vs_eager", "speedup_vs_compile", "speedup_out_vs_eager_out",
     "pwpa_GBps", "eager_GBps", "compile_GBps", "pwpa_max_abs_err",
     "bwd_roof_ms", "bwd_pwpa_ms", "bwd_unfused_ms", "bwd_eager_ms", "bwd_pwpa_vs_roof", "bwd_unfused_vs_roof",
     "bwd_eager_vs_roof", "bwd_speedup_vs_eager", "note",
@@ -383,8 +438,12 @@ def write(rows, device, dev_name, n, reps):
             else ""
         )
         + f"; torch {torch.__version__}, pwpa {pwpa.__version__}",
-        "- copy = `y.copy_(x)` of the same bytes; `x/copy` = copy time / x time (1.0 = at the bandwidth roof);"
+        "- copy = `y.copy_(x)` of the same bytes; `x/copy` = copy time / x time (1.0 = at the bandwidth roof;"
+        " pwpa/copy from pwpa out=, which like the copy writes into a preallocated y);"
         " speedup = PyTorch time / pwpa time",
+        "- pwpa = `table(x)`, a new output tensor as eager and torch.compile return; out= columns: pwpa"
+        " `table(x, out=y)` and PyTorch's aten out= kernel into the same preallocated y (kernel against"
+        " kernel; `-` where ATen has no out= variant)",
     ]
     if ARGS.note:
         lines.append(f"- note: {ARGS.note}")
@@ -392,8 +451,8 @@ def write(rows, device, dev_name, n, reps):
         lines.append(f"- table source seen: {how}")
     lines += [
         "",
-        "| function | dtype | table | copy ms | pwpa ms | eager ms | compile ms | pwpa/copy | speedup vs eager | speedup vs compile | max abs err |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| function | dtype | table | copy ms | pwpa ms | eager ms | compile ms | pwpa out= ms | eager out= ms | pwpa/copy | speedup vs eager | speedup vs compile | out= speedup | max abs err |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
 
     def f(v, spec=".3f"):
@@ -402,8 +461,10 @@ def write(rows, device, dev_name, n, reps):
     for r in rows:
         lines.append(
             f"| {r['function']} | {r['dtype']} | {r['table']} | {f(r['copy_ms'])} | {f(r.get('pwpa_ms'))} | "
-            f"{f(r.get('eager_ms'))} | {f(r.get('compile_ms'))} | {f(r.get('pwpa_vs_copy'), '.2f')} | "
+            f"{f(r.get('eager_ms'))} | {f(r.get('compile_ms'))} | {f(r.get('pwpa_out_ms'))} | "
+            f"{f(r.get('eager_out_ms'))} | {f(r.get('pwpa_vs_copy'), '.2f')} | "
             f"{f(r.get('speedup_vs_eager'), '.2f')} | {f(r.get('speedup_vs_compile'), '.2f')} | "
+            f"{f(r.get('speedup_out_vs_eager_out'), '.2f')} | "
             f"{f(r.get('pwpa_max_abs_err'), '.2e')} |"
         )
     if any("bwd_roof_ms" in r for r in rows):

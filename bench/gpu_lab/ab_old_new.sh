@@ -21,7 +21,7 @@ for r in $(seq ${ROUNDS:-2}); do
     echo "=== torch_bench $w${NEW2_ENV:+ ($([ $w = new2 ] && echo $NEW2_ENV))} round $r"
     env ${NEW2_ENV:+$([ $w = new2 ] && echo $NEW2_ENV)} PYTHONPATH=$site python3 bench/torch_bench.py --device cuda --reps 10 --tables .gpu-tables \
       --dtypes ${DTYPES:-f32} --no-compile ${FUNCS:+--functions $FUNCS} --out /tmp/tb-$w-$r 2>&1 |
-      awk '/^\[/ {f = $1; next} /copy/ {sub(/\| compile.*/, ""); print f, $0}'
+      awk '/^\[/ {f = $1; next} /copy/ {print f, $0}'
   done
   for w in old new; do
     [ -n "${NO_SHAPES:-}" ] && continue
