@@ -55,10 +55,14 @@ __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
+// Load/store hints of the streaming loop (HINTS: bit 0 plain loads, bit 1 plain stores).
+template <int HINTS> __device__ __forceinline__ uint4 ldx(const uint4* p) { return (HINTS & 1) ? *p : __ldcs(p); }
+template <int HINTS> __device__ __forceinline__ void sty(uint4* p, uint4 v) { if (HINTS & 2) *p = v; else __stcs(p, v); }
+
 // MODE: 0 plain, 1 rot, 2 tma, 3 tmapre, 4 multicast over the cluster (CL blocks),
 // 5 tma + programmatic dependent launch (stage, then griddepcontrol.wait), 6 tmapre with
 // half-size tiles for the last two rounds of tiles.
-template <int MODE, int CL>
+template <int MODE, int CL, int HINTS = 0>
 __global__ void __launch_bounds__(BLOCK) k_lut(const u16* x, u16* y, const uint4* lut, u64 nchunks, u32* ctr) {
     __shared__ u32 gtk[2][NGROUPS];
     __shared__ __align__(8) u64 bar;
@@ -125,7 +129,7 @@ __global__ void __launch_bounds__(BLOCK) k_lut(const u16* x, u16* y, const uint4
         const u64 c0 = half ? m * TILE + ((u64)t - m) * (TILE / 2) + tkl : (u64)t * TILE + tkl;
         if (!((MODE == 3 || MODE == 6) && k == 0 && !half)) {
 #pragma unroll
-            for (int u = 0; u < UNROLL; ++u) { u64 c = c0 + (u64)u * TK_THREADS; if (c < nchunks && !(half && u > 0)) v[u] = __ldcs(xv + c); }
+            for (int u = 0; u < UNROLL; ++u) { u64 c = c0 + (u64)u * TK_THREADS; if (c < nchunks && !(half && u > 0)) v[u] = ldx<HINTS>(xv + c); }
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
@@ -133,7 +137,7 @@ __global__ void __launch_bounds__(BLOCK) k_lut(const u16* x, u16* y, const uint4
             if (c < nchunks && !(half && u > 0)) {
                 uint4 o;
                 o.x = look2(s, v[u].x); o.y = look2(s, v[u].y); o.z = look2(s, v[u].z); o.w = look2(s, v[u].w);
-                __stcs(yv + c, o);
+                sty<HINTS>(yv + c, o);
             }
         }
         if (tkl == 0) {
@@ -179,7 +183,7 @@ __global__ void k_copy(const uint4* x, uint4* y, u64 n) {
 
 struct Ctx { const u16* x; u16* y; const uint4* lut; u64 n; u32* ctr; int sms; };
 
-template <int MODE, int CL> void launch(const Ctx& c, int grid) {
+template <int MODE, int CL, int HINTS = 0> void launch(const Ctx& c, int grid) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(grid);
     cfg.blockDim = dim3(BLOCK);
@@ -190,10 +194,10 @@ template <int MODE, int CL> void launch(const Ctx& c, int grid) {
     at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[1].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at; cfg.numAttrs = MODE == 5 ? 2 : 1;
-    CK(cudaLaunchKernelEx(&cfg, k_lut<MODE, CL>, c.x, c.y, c.lut, c.n / 8, c.ctr));
+    CK(cudaLaunchKernelEx(&cfg, k_lut<MODE, CL, HINTS>, c.x, c.y, c.lut, c.n / 8, c.ctr));
 }
-template <int MODE, int CL> int grid_for(const Ctx& c) {
-    CK(cudaFuncSetAttribute(k_lut<MODE, CL>, cudaFuncAttributeMaxDynamicSharedMemorySize, LUT_BYTES));
+template <int MODE, int CL, int HINTS = 0> int grid_for(const Ctx& c) {
+    CK(cudaFuncSetAttribute(k_lut<MODE, CL, HINTS>, cudaFuncAttributeMaxDynamicSharedMemorySize, LUT_BYTES));
     if (CL == 1) return c.sms;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(c.sms); cfg.blockDim = dim3(BLOCK); cfg.dynamicSmemBytes = LUT_BYTES;
@@ -229,6 +233,42 @@ int main(int argc, char** argv) {
     const int g4 = grid_for<4, 2>(c), g5 = grid_for<4, 4>(c), g6 = grid_for<5, 1>(c), g7 = grid_for<6, 1>(c);
     printf("grids: plain %d, tma %d, mc2 %d, mc4 %d\n", g0, g2, g4, g5);
     cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+    if (argc > 3 && !strcmp(argv[3], "place")) {
+        // Hints x output placement: four output buffers (allocated after x and y), each
+        // variant into each, pdl mode, bf16 patterns.
+        grid_for<5, 1, 1>(c); grid_for<5, 1, 2>(c); grid_for<5, 1, 3>(c);
+        for (u64 i = 0; i < n; ++i) hx[i] = f2bf(nd(rng));
+        CK(cudaMemcpy(x, hx.data(), n * 2, cudaMemcpyHostToDevice));
+        u16* outs[4];
+        for (int b = 0; b < 4; ++b) CK(cudaMalloc(&outs[b], n * 2 + (b & 1) * 4096 * 64));
+        const char* hn[] = {"ldcs+stcs", "ld+stcs", "ldcs+st", "ld+st", "aten-like eager"};
+        for (int r = 0; r < 2; ++r)
+            for (int b = 0; b < 4; ++b) {
+                printf("round %d out %d:", r, b);
+                for (int h = 0; h < 5; ++h) {
+                    Ctx cb = c; cb.y = outs[b];
+                    std::vector<float> ts;
+                    for (int rep = 0; rep < 8; ++rep) {
+                        auto go = [&]() {
+                            if (h == 0) launch<5, 1, 0>(cb, g6); else if (h == 1) launch<5, 1, 1>(cb, g6);
+                            else if (h == 2) launch<5, 1, 2>(cb, g6); else if (h == 3) launch<5, 1, 3>(cb, g6);
+                            else k_eager<<<(unsigned)((n / 8 + 1023) / 1024), 256>>>((const uint4*)x, (uint4*)outs[b], n / 8);
+                        };
+                        go();
+                        CK(cudaEventRecord(e0));
+                        for (int k = 0; k < CALLS; ++k) go();
+                        CK(cudaEventRecord(e1));
+                        CK(cudaEventSynchronize(e1));
+                        float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
+                        ts.push_back(ms * 1000.0f / CALLS);
+                    }
+                    std::sort(ts.begin(), ts.end());
+                    printf("  %s %.2f", hn[h], ts[ts.size() / 2]);
+                }
+                printf("\n");
+            }
+        return 0;
+    }
     const char* names[] = {"memcpy", "copy-kernel", "eager-like", "plain", "rot", "tma", "tmapre", "mc2", "mc4", "pdl", "halfend", "eager+pdl", "eager+tmapre"};
     const int NV = 13;
     for (int dt = 0; dt < 2; ++dt) {
