@@ -36,6 +36,11 @@
 //                    no Horner, no tails (not FUSED, not with TAILLUT)
 //   GRADMUL          1: backward pass, y = g * table(x) with g read from the `dy` argument
 //                    (an OUT_T array): the product rounded in f32, then to OUT_T
+//   IOH              the streams' cache hints (x, dy loads; y stores): 0 plain loads and
+//                    stores, 1 __ldcs/__stcs (evict-first), 2 ld.global.L1::no_allocate
+//                    loads and plain stores, 3 __ldcs loads and plain stores, 4 plain
+//                    loads and __stcs stores, 5 ld.global.L1::no_allocate loads and
+//                    __stcs stores
 //
 // The arithmetic is exactly pwpa's convention (crates/pwpa/src/table.rs): every
 // operation is an explicitly rounded intrinsic and the module is compiled with
@@ -486,6 +491,43 @@ __device__ __forceinline__ float eval_exp2_tail(const Params& p, float x) {
 #define OW (VE / 2)
 #endif
 
+// The streams' loads and stores, with the cache hints of IOH (the host's choice per kernel
+// mode, KernelSpec::io_hints; measured in bench/gpu_lab/NOTES.md, session 28).
+#if IOH == 1 || IOH == 3
+__device__ __forceinline__ uint4 ld_in(const uint4* p) { return __ldcs(p); }
+__device__ __forceinline__ uint2 ld_in(const uint2* p) { return __ldcs(p); }
+#elif IOH == 2 || IOH == 5
+__device__ __forceinline__ uint4 ld_in(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+__device__ __forceinline__ uint2 ld_in(const uint2* p) {
+    uint2 v;
+    asm volatile("ld.global.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+    return v;
+}
+#else
+__device__ __forceinline__ uint4 ld_in(const uint4* p) { return *p; }
+__device__ __forceinline__ uint2 ld_in(const uint2* p) { return *p; }
+#endif
+#if IOH == 1 || IOH == 4 || IOH == 5
+__device__ __forceinline__ void st_out(uint4* p, uint4 v) { __stcs(p, v); }
+__device__ __forceinline__ void st_out(uint2* p, uint2 v) { __stcs(p, v); }
+#else
+// st.global as __stcs writes st.global.cs (an asm statement): a C++ store let NVVM schedule
+// the large-block arbitrary kernel into 8 bytes of spills (tests/nvrtc_compile.rs).
+__device__ __forceinline__ void st_out(uint4* p, uint4 v) {
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+__device__ __forceinline__ void st_out(uint2* p, uint2 v) {
+    asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
+}
+#endif
+
 // The k-th input pattern of a chunk of f16 inputs (0 otherwise: bf16's is the high half
 // of its f32 value, see eval_one).
 __device__ __forceinline__ u32 chunk_raw(const uint4& c, int k) {
@@ -522,12 +564,12 @@ __device__ __forceinline__ void chunk_set(OutChunk& c, int k, float v) {
 
 __device__ __forceinline__ void store_chunk(out_t* y, u64 c, const OutChunk& o) {
 #if OW == 2
-    __stcs(reinterpret_cast<uint2*>(y) + c, make_uint2(o.w[0], o.w[1]));
+    st_out(reinterpret_cast<uint2*>(y) + c, make_uint2(o.w[0], o.w[1]));
 #elif OW == 4
-    __stcs(reinterpret_cast<uint4*>(y) + c, make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]));
+    st_out(reinterpret_cast<uint4*>(y) + c, make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]));
 #else
-    __stcs(reinterpret_cast<uint4*>(y) + 2 * c, make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]));
-    __stcs(reinterpret_cast<uint4*>(y) + 2 * c + 1, make_uint4(o.w[4], o.w[5], o.w[6], o.w[7]));
+    st_out(reinterpret_cast<uint4*>(y) + 2 * c, make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]));
+    st_out(reinterpret_cast<uint4*>(y) + 2 * c + 1, make_uint4(o.w[4], o.w[5], o.w[6], o.w[7]));
 #endif
 }
 
@@ -535,14 +577,14 @@ __device__ __forceinline__ void store_chunk(out_t* y, u64 c, const OutChunk& o) 
 // The gradient chunk that goes with a 16-byte input chunk (OW 32-bit words of OUT_T).
 __device__ __forceinline__ void load_gchunk(const out_t* g, u64 c, OutChunk& o) {
 #if OW == 2
-    uint2 v = __ldcs(reinterpret_cast<const uint2*>(g) + c);
+    uint2 v = ld_in(reinterpret_cast<const uint2*>(g) + c);
     o.w[0] = v.x; o.w[1] = v.y;
 #elif OW == 4
-    uint4 v = __ldcs(reinterpret_cast<const uint4*>(g) + c);
+    uint4 v = ld_in(reinterpret_cast<const uint4*>(g) + c);
     o.w[0] = v.x; o.w[1] = v.y; o.w[2] = v.z; o.w[3] = v.w;
 #else
-    uint4 v = __ldcs(reinterpret_cast<const uint4*>(g) + 2 * c);
-    uint4 v2 = __ldcs(reinterpret_cast<const uint4*>(g) + 2 * c + 1);
+    uint4 v = ld_in(reinterpret_cast<const uint4*>(g) + 2 * c);
+    uint4 v2 = ld_in(reinterpret_cast<const uint4*>(g) + 2 * c + 1);
     o.w[0] = v.x; o.w[1] = v.y; o.w[2] = v.z; o.w[3] = v.w;
     o.w[4] = v2.x; o.w[5] = v2.y; o.w[6] = v2.z; o.w[7] = v2.w;
 #endif
@@ -780,7 +822,7 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
             for (int u = 0; u < UNROLL; ++u) {
                 u64 c = c0 + (u64)u * TK_THREADS;
                 if (c < nchunks) {
-                    in[u] = __ldcs(reinterpret_cast<const uint4*>(xv) + c);
+                    in[u] = ld_in(reinterpret_cast<const uint4*>(xv) + c);
 #if GRADMUL
                     load_gchunk(dy + vbeg, c, gin[u]);
 #endif

@@ -628,6 +628,22 @@ impl KernelSpec {
         }
     }
 
+    /// The cache hints of the kernel's streams (pwpa.cu's IOH): plain loads and stores,
+    /// except for exp2-tail compaction and ordered-key lookup grids, whose stores are
+    /// evict-first (`__stcs`). Measured on an H100 over six output blocks per kernel
+    /// (bench/gpu_lab/NOTES.md, session 28): plain stores made compaction 10 % slower and
+    /// ordered grids 0.5-1 %, while evict-first loads and stores (the earlier choice for
+    /// every mode) made a call's time depend on where its output lies, up to 3 % slower.
+    /// `PWPA_CUDA_IOH` (0-5) overrides the choice, for the lab.
+    pub fn io_hints(&self) -> u32 {
+        static IOH: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+        env_value(&IOH, "PWPA_CUDA_IOH", |v| *v <= 5).unwrap_or(if self.compact || self.grid_ord {
+            4
+        } else {
+            0
+        })
+    }
+
     /// The kernel source with its specialising prelude.
     pub fn source(&self) -> String {
         let (lt, rt, lxd, rxd) = self.tails;
@@ -672,7 +688,11 @@ impl KernelSpec {
             }
             None => s.push_str("#define FUSED 0\n#define DEG2 0\n#define NQ2 1\n#define TW2 0\n#define HASA2 1\n#define LT2 0\n#define RT2 0\n#define LXD2 1\n#define RXD2 1\n"),
         }
-        s.push_str(&format!("#define GW {}\n", self.gw));
+        s.push_str(&format!(
+            "#define GW {}\n#define IOH {}\n",
+            self.gw,
+            self.io_hints()
+        ));
         s.push_str(PDL_CUH);
         s.push_str(PWPA_CU);
         s

@@ -347,3 +347,75 @@ fn compile_errors_keep_the_log() {
     let msg = e.to_string();
     assert!(msg.contains("undefined_thing"), "{msg}");
 }
+
+/// The streams' cache hints follow the kernel mode (`KernelSpec::io_hints`, measured in
+/// bench/results/gpu-2026-11-28-h100-s28-io-hints.md): evict-first stores (`st.global.cs`)
+/// for exp2-tail compaction and ordered-key grids, plain stores otherwise, and plain loads of
+/// x in every mode (no `ld.global.cs`). Read from the PTX.
+#[test]
+fn stream_cache_hints_follow_the_kernel_mode() {
+    if !compile::nvrtc_present() {
+        if let Some(p) = std::env::var_os("PWPA_NVRTC") {
+            panic!("PWPA_NVRTC={} does not load", p.to_string_lossy());
+        }
+        eprintln!("NVRTC not found: skipping the cache-hint test");
+        return;
+    }
+    if std::env::var_os("PWPA_CUDA_IOH").is_some() {
+        eprintln!("PWPA_CUDA_IOH is set: skipping the cache-hint test (it checks the defaults)");
+        return;
+    }
+    let base = KernelSpec {
+        block: 256,
+        repl: 1,
+        crepl: 1,
+        one_step: false,
+        ..large_block_spec(DType::F32, DType::F32)
+    };
+    let uniform = KernelSpec {
+        arbitrary: false,
+        tails: (0, 1, 1, 1),
+        smem_idx: false,
+        ..base
+    };
+    let arbitrary = KernelSpec {
+        tails: (0, 1, 1, 1),
+        ..base
+    };
+    let ordered = KernelSpec {
+        grid_ord: true,
+        ..arbitrary
+    };
+    let compact = KernelSpec {
+        compact: true,
+        ..base
+    };
+    let ptx_opts = vec![
+        "--gpu-architecture=compute_90".to_string(),
+        "--fmad=false".to_string(),
+        "--std=c++17".to_string(),
+    ];
+    for (spec, evict_first_stores) in [
+        (uniform, false),
+        (arbitrary, false),
+        (ordered, true),
+        (compact, true),
+    ] {
+        let c = compile::compile("pwpa_eval", &spec.source(), &ptx_opts, false)
+            .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+        let ptx = String::from_utf8_lossy(&c.image);
+        assert!(
+            ptx.contains("st.global"),
+            "{spec:?}: no global store in the PTX"
+        );
+        assert!(
+            !ptx.contains("ld.global.cs"),
+            "{spec:?}: evict-first loads of x"
+        );
+        assert_eq!(
+            ptx.contains("st.global.cs"),
+            evict_first_stores,
+            "{spec:?}: evict-first stores expected: {evict_first_stores}"
+        );
+    }
+}

@@ -1,0 +1,43 @@
+"""f32 output placement (session 28): pwpa `table(x, out=b)` and PyTorch's own out= kernel
+into the same six output blocks, and both allocating. The stream cache hints of pwpa.cu
+(IOH) are read once per process from PWPA_CUDA_IOH, so run one process per setting.
+python3 place32.py TABLE.json ATEN_OP   (e.g. .gpu-tables/sigmoid.json sigmoid)"""
+import statistics
+import sys
+
+import torch
+
+import pwpa
+
+t = pwpa.load(sys.argv[1])
+op = sys.argv[2]
+n = 1 << 28
+x = (torch.randn(n, generator=torch.Generator().manual_seed(0)) * 4).cuda()
+A = torch.ops.aten
+eager = getattr(torch, op, None) or getattr(torch.nn.functional, op)
+aten_out = getattr(A, op).out
+
+
+def run(fn, reps=9):
+    fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(4_000_000)
+        s.record()
+        for _ in range(5):
+            fn()
+        e.record()
+        e.synchronize()
+        ts.append(s.elapsed_time(e) * 1e3 / 5)
+    return statistics.median(ts)
+
+
+blocks = [torch.empty_like(x) for _ in range(6)]
+pw = [run(lambda b=b: t(x, out=b)) for b in blocks]
+at = [run(lambda b=b: aten_out(x, out=b)) for b in blocks]
+pa, ea = run(lambda: t(x)), run(lambda: eager(x))
+f = lambda v: " ".join("%.1f" % u for u in v)
+print(f"{op} pwpa out= [{f(pw)}] max {max(pw):.1f} | aten out= [{f(at)}] max {max(at):.1f} | "
+      f"alloc pwpa {pa:.1f} eager {ea:.1f} (us)")
