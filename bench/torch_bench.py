@@ -57,7 +57,12 @@ def _parse():
     )
     p.add_argument("--functions", default=None, help="comma-separated subset")
     p.add_argument("--dtypes", default="f32,bf16,f16")
-    p.add_argument("--tables", default=None, help="directory of <name>.json tables to use instead of fitting")
+    p.add_argument(
+        "--tables",
+        default=None,
+        help="directory of <name>.json tables to use instead of fitting (scripts/fit_bench_tables.sh: "
+        ".gpu-tables, or --cpu for .cpu-tables, the shapes that run fastest on the CPU)",
+    )
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     p.add_argument("--out", default=None, help="output stem (default bench/results/torch-<device>-<date>)")
     p.add_argument("--note", default="", help="a note for the markdown header")

@@ -20,14 +20,28 @@
 #   - the others: `--exact bf16 --exp-tails` (the smallest exact tables).
 # --exp2-tails: every table `--exact bf16 --exp-tails` (the set before session 26, which the
 #   lab scripts under bench/gpu_lab/ measured as ".gpu-tables").
+# --cpu: the tables that run fastest in f32 on the CPU (default DIR .cpu-tables/; session 28,
+#   bench/cpu_lab/NOTES.md): few uniform pieces of degree 6-12, which the AVX-512 kernel
+#   looks up by register permutes (P <= 32), instead of the GPU set's 170-370 pieces of
+#   degree 4 (row loads) or arbitrary breakpoints (a binary search per lane). Measured with
+#   `cpu_lab --normal 4` in L1 on one Zen 4 core, cycles per 16 elements, GPU set -> CPU set:
+#   gelu 55.6 -> 34.1, gelu_tanh 56.4 -> 38.9, silu 55.4 -> 29.5, sigmoid 48.8 -> 33.9,
+#   tanh 33.8 -> 26.1, exp 54.4 -> 37.6, exp2 54.3 -> 35.5, softplus 53.3 -> 35.1, mish
+#   56.1 -> 28.9, erf 37.4 -> 24.5, log_sigmoid 53.7 -> 36.8, hardswish 34.2 -> 18.2. The
+#   other functions (elu and selu: a kink at 0; reciprocal, rsqrt, sqrt, log: log-spaced
+#   pieces) keep the GPU set's tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exp2_only=0
+cpu=0
 if [ "${1:-}" = "--exp2-tails" ]; then
   exp2_only=1
   shift
+elif [ "${1:-}" = "--cpu" ]; then
+  cpu=1
+  shift
 fi
-dir=${1:-.gpu-tables}
+dir=${1:-$([ $cpu = 1 ] && echo .cpu-tables || echo .gpu-tables)}
 cargo build --release -q -p pwpa-cli  # up to date in a second; a stale binary would fit other tables
 pwpa=target/release/pwpa
 mkdir -p "$dir"
@@ -40,6 +54,20 @@ mish|--range=-98,20 -D 4 --breakpoints uniform|1
 exp|-D 4 --breakpoints uniform|1
 exp2|-D 4 --breakpoints uniform|1
 sqrt|-D 2|0'
+# The CPU set (--cpu): name|fit arguments|whole line, as above.
+fast_cpu='gelu|--range=-13.5,8 -D 10 --breakpoints uniform|1
+gelu_tanh|--range=-11,8 -D 12 --breakpoints uniform|1
+silu|-D 8 --exp-tails --breakpoints uniform|1
+sigmoid|-D 6 --exp-tails --breakpoints uniform|1
+tanh|-D 6 --exp-tails --breakpoints uniform|1
+exp|-D 3 --exp-tails|1
+exp2|-D 3 --exp-tails|1
+softplus|-D 6 --exp-tails --breakpoints uniform|1
+mish|-D 8 --exp-tails --breakpoints uniform|1
+erf|-D 6 --exp-tails --breakpoints uniform|1
+log_sigmoid|-D 6 --exp-tails --breakpoints uniform|1
+hardswish|--range=-3,3 -D 2 --breakpoints uniform|1
+sqrt|-D 2|0'
 all=(gelu gelu_tanh silu sigmoid tanh exp exp2 softplus mish elu selu erf log_sigmoid hardswish
   reciprocal rsqrt sqrt log)
 
@@ -49,7 +77,7 @@ for name in "${all[@]}"; do
   args="--exp-tails"
   whole=0
   if [ $exp2_only = 0 ]; then
-    line=$(grep "^$name|" <<<"$fast_f32" || true)
+    line=$(grep "^$name|" <<<"$([ $cpu = 1 ] && echo "$fast_cpu" || echo "$fast_f32")" || true)
     if [ -n "$line" ]; then
       args=$(cut -d'|' -f2 <<<"$line")
       whole=$(cut -d'|' -f3 <<<"$line")
@@ -66,6 +94,6 @@ for name in "${all[@]}"; do
     echo "fit_bench_tables: $name: not correctly rounded on every finite bf16 input" >&2
     exit 1
   fi
-  printf '%-12s %s\n' "$name" "$(grep -E '^[a-z_0-9]+: [0-9]+ (pieces|partitions) of degree' "$log" | head -1)"
+  printf '%-12s %s\n' "$name" "$(grep -E '^[a-z_0-9]+: [0-9]+ (pieces?|partitions) of degree' "$log" | head -1)"
 done
 echo "wrote ${#all[@]} tables to $dir"
