@@ -517,8 +517,9 @@ __device__ __forceinline__ uint2 ld_in(const uint2* p) { return *p; }
 __device__ __forceinline__ void st_out(uint4* p, uint4 v) { __stcs(p, v); }
 __device__ __forceinline__ void st_out(uint2* p, uint2 v) { __stcs(p, v); }
 #else
-// st.global as __stcs writes st.global.cs (an asm statement): a C++ store let NVVM schedule
-// the large-block arbitrary kernel into 8 bytes of spills (tests/nvrtc_compile.rs).
+// An asm st.global, as __stcs is an asm st.global.cs: with a C++ store NVVM scheduled the
+// large-block arbitrary kernel into 8 bytes of spills (tests/nvrtc_compile.rs). The loads of
+// IOH 0 and 4 stay C++ loads, ordered after pdl_wait's memory clobber.
 __device__ __forceinline__ void st_out(uint4* p, uint4 v) {
     asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                  : "memory");
