@@ -12,30 +12,12 @@ import torch  # noqa: E402
 
 import pwpa  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from aten_out import TORCH_OUT_FNS as OUT  # noqa: E402
+
 torch.set_num_threads(2)
-A = torch.ops.aten
-F = torch.nn.functional
-OUT = {
-    "gelu": lambda x, y: A.gelu.out(x, out=y),
-    "gelu_tanh": lambda x, y: A.gelu.out(x, approximate="tanh", out=y),
-    "silu": lambda x, y: A.silu.out(x, out=y),
-    "sigmoid": lambda x, y: A.sigmoid.out(x, out=y),
-    "tanh": lambda x, y: A.tanh.out(x, out=y),
-    "exp": lambda x, y: A.exp.out(x, out=y),
-    "exp2": lambda x, y: A.exp2.out(x, out=y),
-    "softplus": lambda x, y: A.softplus.out(x, 1, 20, out=y),
-    "mish": lambda x, y: A.mish.out(x, out=y),
-    "elu": lambda x, y: A.elu.out(x, out=y),
-    "selu": lambda x, y: y.copy_(F.selu(x)),  # no out= variant: not timed
-    "erf": lambda x, y: A.erf.out(x, out=y),
-    "hardswish": lambda x, y: A.hardswish.out(x, out=y),
-    "reciprocal": lambda x, y: A.reciprocal.out(x, out=y),
-    "rsqrt": lambda x, y: A.rsqrt.out(x, out=y),
-    "sqrt": lambda x, y: A.sqrt.out(x, out=y),
-    "log": lambda x, y: A.log.out(x, out=y),
-}
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 15
-funcs = sys.argv[2].split(",") if len(sys.argv) > 2 else [f for f in OUT if f != "selu"]
+funcs = sys.argv[2].split(",") if len(sys.argv) > 2 else list(OUT)
 n = 1 << 24
 x = torch.randn(n, generator=torch.Generator().manual_seed(0)) * 4
 y = torch.empty_like(x)
@@ -56,7 +38,6 @@ print("|---|---|---|---|---|---|---|")
 for f in funcs:
     tg = pwpa.load(f".gpu-tables/{f}.json")
     tc = pwpa.load(f".cpu-tables/{f}.json")
-    ref = F.gelu(x, approximate="tanh") if f == "gelu_tanh" else None
     fns = {
         "copy": lambda: y.copy_(x),
         "aten": lambda: OUT[f](x, y),
