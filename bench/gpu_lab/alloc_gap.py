@@ -2,13 +2,13 @@
 bench/gpu_lab/alloc_probe.py saw none (session 27)? Host time per call, device
 allocations (cudaMalloc/cudaFree) per call, and the per-call time with torch_bench's
 spin lead against a long one. python3 alloc_gap.py [table.json]"""
-import statistics
 import sys
 import time
 
 import torch
 
 import pwpa
+from gpu_timing import median_us
 
 t = pwpa.load(sys.argv[1] if len(sys.argv) > 1 else ".gpu-tables/silu.json")
 n = 1 << 28
@@ -32,19 +32,6 @@ for name, fn in [("table(x)", lambda: t(x)), ("table(x, out=y)", lambda: t(x, ou
     host = (time.perf_counter() - t0) / 20 * 1e6
     torch.cuda.synchronize()
     a1 = stats()
-    res = {}
-    for lead in (0, 2_000_000, 20_000_000):
-        ts = []
-        for _ in range(7):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            if lead:
-                torch.cuda._sleep(lead)
-            s.record()
-            for _ in range(5):
-                fn()
-            e.record()
-            e.synchronize()
-            ts.append(s.elapsed_time(e) * 1e3 / 5)
-        res[lead] = statistics.median(ts)
+    res = {lead: median_us(fn, reps=7, lead=lead, warm=False) for lead in (0, 2_000_000, 20_000_000)}
     print(f"{name:16s} host {host:7.1f} us/call (GPU busy), cudaMalloc/Free per call {(a1[0]-a0[0])/20:.2f}/{(a1[1]-a0[1])/20:.2f}; "
           + " ".join(f"lead {k}: {v:7.2f} us" for k, v in res.items()), flush=True)

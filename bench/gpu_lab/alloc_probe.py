@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import pwpa
+from gpu_timing import median_us
 
 tdir = sys.argv[1] if len(sys.argv) > 1 else ".gpu-tables"
 n = 1 << 28
@@ -18,20 +19,8 @@ x32 = (torch.randn(n, generator=g) * 4).cuda()
 fns = {"silu": F.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh, "exp": torch.exp}
 
 
-def run(fn, reps=12, calls=5):
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(3_000_000)
-        s.record()
-        for _ in range(calls):
-            fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e) * 1e3 / calls)
-    return statistics.median(ts)
+def run(fn):
+    return median_us(fn, reps=12, lead=3_000_000)
 
 
 for name, tf in fns.items():

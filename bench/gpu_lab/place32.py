@@ -2,12 +2,12 @@
 into the same six output blocks, and both allocating. The stream cache hints of pwpa.cu
 (IOH) are read once per process from PWPA_CUDA_IOH, so run one process per setting.
 python3 place32.py TABLE.json ATEN_OP   (e.g. .gpu-tables/sigmoid.json sigmoid)"""
-import statistics
 import sys
 
 import torch
 
 import pwpa
+from gpu_timing import median_us
 
 t = pwpa.load(sys.argv[1])
 op = sys.argv[2]
@@ -18,20 +18,7 @@ eager = getattr(torch, op, None) or getattr(torch.nn.functional, op)
 aten_out = getattr(A, op).out
 
 
-def run(fn, reps=9):
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(4_000_000)
-        s.record()
-        for _ in range(5):
-            fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e) * 1e3 / 5)
-    return statistics.median(ts)
+run = median_us  # 9 runs of 5 calls after a 4M-cycle spin
 
 
 blocks = [torch.empty_like(x) for _ in range(6)]

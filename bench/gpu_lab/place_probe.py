@@ -3,12 +3,12 @@ For bf16 and f16 silu: allocate y (as torch_bench does), then take the block tha
 F.silu(x) returns (z) and a third fresh block (w); time pwpa `table(x, out=b)` and
 `aten.silu.out(x, out=b)` for b in (y, z, w), plus `table(x)` and `F.silu(x)` allocating.
 python3 place_probe.py [table.json]"""
-import statistics
 import sys
 
 import torch
 
 import pwpa
+from gpu_timing import median_us
 
 t = pwpa.load(sys.argv[1] if len(sys.argv) > 1 else ".gpu-tables/silu.json")
 n = 1 << 28
@@ -17,20 +17,7 @@ F = torch.nn.functional
 A = torch.ops.aten
 
 
-def run(fn, reps=9):
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(4_000_000)
-        s.record()
-        for _ in range(5):
-            fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e) * 1e3 / 5)
-    return statistics.median(ts)
+run = median_us  # 9 runs of 5 calls after a 4M-cycle spin
 
 
 for dt in (torch.bfloat16, torch.float16):

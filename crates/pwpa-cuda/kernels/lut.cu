@@ -32,7 +32,7 @@ extern __shared__ __align__(128) uint4 lut_s4[];
 // (H100, 2026-11-28, session 27, 2^28 bf16, four output buffers, us): __ldcs + __stcs
 // 360.4-363.4, plain loads + __stcs 356.4-358.2, plain loads and stores 355.4-357.0 (an
 // eager-like kernel 358.1-358.4); torch_bench `table(x)` 0.361 -> 0.355-0.356 ms.
-// (pwpa.cu keeps __ldcs: plain loads made the f32 sigmoid and softplus tables 10 % slower.)
+// (pwpa.cu chooses its hints per kernel mode, KernelSpec::io_hints.)
 __device__ __forceinline__ uint4 ld_stream(const uint4* p) { return *p; }
 __device__ __forceinline__ void st_stream(uint4* p, uint4 v) { *p = v; }
 

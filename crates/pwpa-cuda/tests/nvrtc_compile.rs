@@ -58,6 +58,19 @@ fn large_block_spec(xd: DType, yd: DType) -> KernelSpec {
     }
 }
 
+/// Whether NVRTC loads; if not, says that `what` is skipped. Named explicitly (as
+/// scripts/test.sh does, PWPA_NVRTC), it must load: no silent skip.
+fn nvrtc_or_skip(what: &str) -> bool {
+    if compile::nvrtc_present() {
+        return true;
+    }
+    if let Some(p) = std::env::var_os("PWPA_NVRTC") {
+        panic!("PWPA_NVRTC={} does not load", p.to_string_lossy());
+    }
+    eprintln!("NVRTC not found: skipping {what}");
+    false
+}
+
 /// Compiles `spec` for sm_90 and fails if ptxas reports spills.
 fn compiles_without_spills(spec: &KernelSpec) {
     let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
@@ -68,12 +81,7 @@ fn compiles_without_spills(spec: &KernelSpec) {
 
 #[test]
 fn every_specialisation_compiles_for_sm90() {
-    if !compile::nvrtc_present() {
-        // Named explicitly (as scripts/test.sh does), it must load: no silent skip.
-        if let Some(p) = std::env::var_os("PWPA_NVRTC") {
-            panic!("PWPA_NVRTC={} does not load", p.to_string_lossy());
-        }
-        eprintln!("NVRTC not found: skipping the NVRTC compile test");
+    if !nvrtc_or_skip("the NVRTC compile test") {
         return;
     }
     eprintln!("NVRTC {:?}", compile::nvrtc_version());
@@ -354,11 +362,7 @@ fn compile_errors_keep_the_log() {
 /// x in every mode (no `ld.global.cs`). Read from the PTX.
 #[test]
 fn stream_cache_hints_follow_the_kernel_mode() {
-    if !compile::nvrtc_present() {
-        if let Some(p) = std::env::var_os("PWPA_NVRTC") {
-            panic!("PWPA_NVRTC={} does not load", p.to_string_lossy());
-        }
-        eprintln!("NVRTC not found: skipping the cache-hint test");
+    if !nvrtc_or_skip("the cache-hint test") {
         return;
     }
     if std::env::var_os("PWPA_CUDA_IOH").is_some() {
