@@ -27,6 +27,12 @@ timeout $(tl 240) $G/test-gpu --include-ignored --test-threads=2 > "$OUT/tests.l
 rc=$?; step "gpu tests" "rc=$rc $(grep -E '^test result' "$OUT/tests.log" | tail -1) ($(( $(date +%s)-t0 )) s)"
 grep -E "FAILED|panicked|failed" "$OUT/tests.log" | head -5 >> "$S"
 timeout $(tl 90) $G/test-nvrtc_compile > "$OUT/nvrtc.log" 2>&1; step "nvrtc compile test" "rc=$?"
+# The launch shape that devices above 4 TB/s (H200) choose for small f32 tables (blocks of
+# 512 threads, one-step tiles per 16 warps), forced on every table: checked against the CPU
+# on whatever device this is.
+PWPA_CUDA_BLOCK=512 PWPA_CUDA_WSUB=1 PWPA_CUDA_GW=16 timeout $(tl 90) $G/test-gpu --test-threads=2 \
+  tile_grid_launch > "$OUT/tests-fast-group.log" 2>&1
+step "gpu tests, 512-thread 16-warp groups forced" "rc=$? $(grep -E '^test result' "$OUT/tests-fast-group.log" | tail -1)"
 
 # 3. Benchmarks.
 mkdir -p "$OUT/bench"

@@ -753,6 +753,69 @@ const GROUP_TILE_WARPS: u32 = 16;
 /// [`CudaTable::spec`]; H100 SXM 3.35e12, H200 4.9e12).
 const FAST_DEVICE_BW: f64 = 4.0e12;
 
+/// Threads per block of the f32 forward kernels that take one-step tiles per group of
+/// 16 warps on fast-memory devices ([`fast_group`]): the group is the block.
+const FAST_GROUP_BLOCK: u32 = 512;
+
+/// Most pieces of a table for [`fast_group`]: with arbitrary breakpoints (64 was the
+/// largest measured to gain, 256 lost) and uniform ones (370 gained, 1024 lost).
+const FAST_GROUP_MAX_P_ARBITRARY: usize = 64;
+const FAST_GROUP_MAX_P_UNIFORM: usize = 384;
+
+/// Whether the f32 forward kernel of a table on a fast-memory device (more than
+/// [`FAST_DEVICE_BW`]) takes one-step tiles per group of 16 warps in blocks of
+/// [`FAST_GROUP_BLOCK`] threads, instead of tile tickets per warp with
+/// [`FAST_WARP_TILE_STEPS`] steps: for small tables that would take tickets per warp
+/// (arbitrary breakpoints, at most [`FAST_GROUP_MAX_P_ARBITRARY`] pieces; uniform ones of
+/// degree > 3, at most [`FAST_GROUP_MAX_P_UNIFORM`]), are not `heavy`, without compaction
+/// or the ordered-key lookup grid, and whose staged `smem` lets two such blocks share a
+/// multiprocessor (as many threads as one block of 1024).
+///
+/// Measured on an H200 (2026-11-28, session 29), the launch emulated with
+/// PWPA_CUDA_BLOCK=512 PWPA_CUDA_WSUB=1 PWPA_CUDA_GW=16 (bench/gpu_lab/fast_f32_ab.sh and
+/// fast_f32_sweep.sh):
+/// - torch_bench f32, N(0, 16), 2^28, ms, two rounds unless one is given (copy 0.506,
+///   eager 0.507–0.509, ATen out= 0.506–0.508): gelu 0.537–0.538 → 0.514 (out=
+///   0.511–0.512), silu 0.538 → 0.514–0.516, exp 0.537–0.538 → 0.517, tanh 0.537–0.538 →
+///   0.514, hardswish 0.537–0.538 → 0.514 (out= 0.511), erf 0.538 → 0.514, selu 0.538 →
+///   0.513–0.514, elu 0.538 → 0.514 and mish 0.538 → 0.515 (one round). gelu_tanh (226
+///   pieces) and exp2 (244) were not measured.
+/// - `pwpa bench`, fraction of copy, uniform inputs: gelu 0.939 → 0.977, silu 0.937 →
+///   0.976, exp 0.933 → 0.957, random uniform P192 D4 0.932 → 0.970, arbitrary P32 D3 0.937
+///   → 0.979, arbitrary P64 D1 0.939 → 0.952.
+/// - Slower, so left out: sigmoid (compaction) 0.552 → 0.614–0.636 ms, reciprocal and log
+///   (ordered-key grid) 0.544 → 0.593–0.607 ms; random arbitrary P256 D3 0.927 → 0.764 of
+///   copy, P1024 D3 0.915 → 0.651, uniform P1024 D5 0.931 → 0.753 and every P4096 table;
+///   light uniform tables (D ≤ 3, tickets per block) P128 D3 0.984 → 0.972, P256 D3 0.982
+///   → 0.971.
+/// - Other shapes for the small tables were slower (0.516–0.58 ms): 1024 threads with
+///   16-warp groups, 256 with 8-warp groups, 512 with 8, two steps per tile, UNROLL 8, a
+///   grid covering every tile, evict-first or no-allocate cache hints.
+#[allow(clippy::too_many_arguments)]
+fn fast_group(
+    p: usize,
+    arbitrary: bool,
+    degree: usize,
+    heavy: bool,
+    compact: bool,
+    grid_ord: bool,
+    smem: usize,
+    smem_limit: usize,
+) -> bool {
+    // Two blocks, with their static shared memory and the 1 KB the driver reserves per
+    // block, in one multiprocessor's shared memory (the opt-in limit per block plus that
+    // reserve: 228 KB on the H100 and H200; `smem_limit` is the opt-in limit less the
+    // static part).
+    let per_block = |dynamic: usize| dynamic + crate::STATIC_SMEM_RESERVE + 1024;
+    let fits_two = 2 * per_block(smem) <= per_block(smem_limit);
+    let small = if arbitrary {
+        p <= FAST_GROUP_MAX_P_ARBITRARY
+    } else {
+        degree > 3 && p <= FAST_GROUP_MAX_P_UNIFORM
+    };
+    small && !heavy && !compact && !grid_ord && fits_two
+}
+
 /// Whether a device of this peak bandwidth gets the fast-memory rules.
 fn fast_memory(peak_bw: f64) -> bool {
     peak_bw > FAST_DEVICE_BW
@@ -1276,8 +1339,8 @@ impl CudaTable {
         // multiprocessor's threads in one block that stages the table once).
         // PWPA_CUDA_BLOCK overrides (tuning; read once per process, not per launch).
         static BLOCK: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-        let block =
-            env_value(&BLOCK, "PWPA_CUDA_BLOCK", |b| [256, 512, 1024].contains(b)).unwrap_or(1024);
+        let block_env = env_value(&BLOCK, "PWPA_CUDA_BLOCK", |b| [256, 512, 1024].contains(b));
+        let block = block_env.unwrap_or(1024);
         // Warp compaction of exp2-tail elements (the kernel's CCAP: a float for each of
         // up to half the elements of a warp's tile of at most COMPACT_UNROLL chunks of 16
         // bytes per lane), when its buffer fits beside the records; PWPA_CUDA_COMPACT=0
@@ -1525,10 +1588,29 @@ impl CudaTable {
             && x_dtype == DType::F32
             && !grad
             && deriv.is_none();
+        let rec_smem = if smem_rec { rec_r(repl, replt) } else { 0 };
+        let idx = self.idx_bytes(crepl);
+        let smem =
+            rec_smem + if smem_idx { idx } else { 0 } + if compact { cbuf } else { 0 } + tl_bytes;
+        // Devices with more than 4 TB/s, f32 forward of the small tables that would take
+        // tickets per warp (arbitrary breakpoints or degree > 3, not heavy) without
+        // compaction or the ordered-key grid: one-step tiles per group of 16 warps in
+        // blocks of 512 threads ([`fast_group`]).
+        let fast_group = fast_f32
+            && fast_group(
+                self.table.partitions(),
+                self.bp.is_some(),
+                self.table.degree(),
+                heavy,
+                compact,
+                self.grid_shift.is_some(),
+                smem,
+                smem_limit,
+            );
         let per_warp = if grad {
             x_dtype.size() == 2 && (heavy || (taillut && exp2_near))
         } else if fast_f32 {
-            heavy || self.bp.is_some() || self.table.degree() > 3
+            !fast_group && (heavy || self.bp.is_some() || self.table.degree() > 3)
         } else {
             heavy && deriv.is_none()
         };
@@ -1547,12 +1629,13 @@ impl CudaTable {
         // → 715.6 | 713.2 (one step per 4 warps: sigmoid, softplus, log_sigmoid 713.7–713.8;
         // per warp: tanh 991, the counter's atomics saturate).
         let group_gw = warp_group(block, if compact { 8 } else { GROUP_TILE_WARPS });
-        let group_tiles = !per_warp
-            && !fast_f32
-            && x_dtype == DType::F32
-            && !grad
-            && deriv.is_none()
-            && group_gw > 1;
+        let group_tiles = fast_group
+            || (!per_warp
+                && !fast_f32
+                && x_dtype == DType::F32
+                && !grad
+                && deriv.is_none()
+                && group_gw > 1);
         let wsub = wsub_override().unwrap_or(if per_warp {
             steps
         } else if group_tiles {
@@ -1589,10 +1672,6 @@ impl CudaTable {
                 },
             )
         };
-        let rec_smem = if smem_rec { rec_r(repl, replt) } else { 0 };
-        let idx = self.idx_bytes(crepl);
-        let smem =
-            rec_smem + if smem_idx { idx } else { 0 } + if compact { cbuf } else { 0 } + tl_bytes;
         // Light tables that take one-step tiles per group of warps without compaction, whose
         // staged table is small (TILE_GRID_SMEM): one taker per tile, the grid covering
         // every tile, instead of a persistent grid (each block stages the table for the two
@@ -1609,8 +1688,11 @@ impl CudaTable {
         // 711–730 → 775–879 (B), reciprocal 711 → 771 (A). Machine B ran every pwpa f32
         // kernel 1–2 % slower than A did (tanh 726 against 713 persistent) while its
         // copy and eager ran as fast.
-        let tile_grid =
-            group_tiles && !compact && self.grid_shift.is_none() && smem <= tile_grid_smem();
+        let tile_grid = group_tiles
+            && !fast_group
+            && !compact
+            && self.grid_shift.is_none()
+            && smem <= tile_grid_smem();
         let fused = deriv.map(|d| {
             (
                 d.table.degree() as u32,
@@ -1635,6 +1717,11 @@ impl CudaTable {
                 wsub,
                 gw,
                 tile_grid,
+                block: if fast_group {
+                    block_env.unwrap_or(FAST_GROUP_BLOCK)
+                } else {
+                    block
+                },
                 ..base
             },
             smem,
@@ -2190,6 +2277,32 @@ mod tests {
         assert_eq!(super::lut_unroll(1, h200), 1);
         assert_eq!(super::lut_unroll(0, h100), 1);
         assert_eq!(super::lut_unroll(4, 0.0), 2);
+    }
+
+    /// The fast-memory devices' small-table launch: every condition of the rule, at its
+    /// edges (an H200's shared memory: 227 KB opt-in per block, 228 KB per multiprocessor).
+    #[test]
+    fn fast_group_takes_small_tables_that_fit_twice() {
+        let limit = 227 * 1024 - crate::STATIC_SMEM_RESERVE;
+        // The largest staging of which two blocks fit: 2 (s + 256 + 1024) <= 228 KB.
+        let edge = (228 * 1024) / 2 - crate::STATIC_SMEM_RESERVE - 1024;
+        // (P, arbitrary, D, heavy, compaction, ordered-key grid, staged bytes)
+        let g = |p, arb, d, heavy, compact, ord, smem| {
+            super::fast_group(p, arb, d, heavy, compact, ord, smem, limit)
+        };
+        // The catalogue's gelu and tanh tables as measured, and the edges.
+        assert!(g(174, false, 4, false, false, false, 45 * 1024));
+        assert!(g(16, true, 3, false, false, false, 8 * 1024));
+        assert!(g(384, false, 4, false, false, false, edge));
+        assert!(!g(384, false, 4, false, false, false, edge + 1));
+        assert!(!g(385, false, 4, false, false, false, 1024));
+        assert!(g(64, true, 1, false, false, false, edge));
+        assert!(!g(65, true, 1, false, false, false, 1024));
+        // Light uniform tables (tickets per block), heavy ones, compaction, log grids.
+        assert!(!g(128, false, 3, false, false, false, 1024));
+        assert!(!g(16, true, 3, true, false, false, 1024));
+        assert!(!g(16, true, 3, false, true, false, 1024));
+        assert!(!g(16, true, 3, false, false, true, 1024));
     }
 
     /// Exp2 tails on both sides (a negated one on the right) for the 16-bit table tests.

@@ -191,6 +191,24 @@ fn every_specialisation_compiles_for_sm90() {
         });
         n += 1;
     }
+    // The same in blocks of 512 threads, one 16-warp group each (the host's choice for
+    // small f32 tables on devices above 4 TB/s): arbitrary degree 3 and uniform degree 4,
+    // the latter with an exp2 tail (computed per element, no compaction).
+    for (degree, arbitrary, tails) in [(3u32, true, (0, 1, 1, 1)), (4, false, (3, 1, 8, 1))] {
+        compiles_without_spills(&KernelSpec {
+            degree,
+            arbitrary,
+            tails,
+            anchors: arbitrary,
+            smem_idx: arbitrary,
+            one_step: arbitrary,
+            block: 512,
+            wsub: 1,
+            gw: 16,
+            ..large_block_spec(DType::F32, DType::F32)
+        });
+        n += 1;
+    }
     // The backward pass (gradient chunks of every width: 8, 16 and 32 bytes), with tile
     // tickets per block, and per warp for 16-bit inputs (the host's choices).
     for (xd, yd, wsub) in [
