@@ -105,7 +105,7 @@ fn choice<T: Copy>(py: Python<'_>, what: &str, value: &str, options: &[(&str, T)
 #[pyfunction]
 #[pyo3(signature = (target, samples, range, partitions, degree, method, placement, measure,
                     max_error, vary_degree, exact, continuous, left_tail, right_tail, exp_tails,
-                    max_partitions, max_degree, every_f32, progress))]
+                    exp_tails_at_ends, max_partitions, max_degree, every_f32, progress))]
 pub fn fit(
     py: Python<'_>,
     target: Option<String>,
@@ -123,6 +123,7 @@ pub fn fit(
     left_tail: Option<Bound<'_, PyDict>>,
     right_tail: Option<Bound<'_, PyDict>>,
     exp_tails: bool,
+    exp_tails_at_ends: bool,
     max_partitions: usize,
     max_degree: usize,
     every_f32: bool,
@@ -192,6 +193,7 @@ pub fn fit(
         left_tail,
         right_tail,
         exp_tails,
+        exp_tails_at_ends,
         max_partitions,
         max_degree,
         verify_every_f32: every_f32,

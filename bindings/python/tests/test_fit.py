@@ -56,7 +56,7 @@ def test_every_option_reaches_the_fitter():
     # Passes every FitOptions field; each one shows in the table.
     t = pwpa.fit(
         "tanh", range=(-4, 4), partitions=8, degree=3, method="minimax", breakpoints="adaptive",
-        error="abs", max_error=None, exact=None, continuous=True, exp_tails=False,
+        error="abs", max_error=None, exact=None, continuous=True, exp_tails=False, exp_tails_at_ends=False,
         left_tail=-1.0, right_tail=("constant", 1.0), vary_degree=False, max_partitions=64,
         max_degree=5, progress=lambda f, m: None,
     )
@@ -106,6 +106,24 @@ def test_bf16_exact_fit_is_correctly_rounded_everywhere(name, ref):
     bits = y.view(torch.int16).numpy().view(np.uint16)
     ok = _correctly_rounded_bf16(ref(xs.astype(np.float64)), bits)
     assert ok.all(), f"{(~ok).sum()} bf16 inputs not correctly rounded, e.g. x={xs[~ok][:5]}"
+
+
+def test_exp_tails_at_ends_keep_the_pieces_over_the_range():
+    # By default sigmoid's exp2 left tail takes over part of [-16, 16]; at the ends the
+    # pieces cover all of it and the tail starts at -16. Every finite bf16 input stays
+    # correctly rounded.
+    kw = dict(range=(-16, 16), degree=6, breakpoints="uniform", exact="bf16", exp_tails=True)
+    taken = pwpa.fit("sigmoid", **kw)
+    ends = pwpa.fit("sigmoid", exp_tails_at_ends=True, **kw)
+    assert taken.range[0] > -15 and ends.range == (-16.0, 16.0)
+    assert ends.left_tail["kind"] == "exp2" and ends.left_tail["anchor"] == -16.0
+    xs = all_16bit("bf16")
+    xs = xs[np.isfinite(xs)]
+    bits = ends(torch.from_numpy(xs).bfloat16()).view(torch.int16).numpy().view(np.uint16)
+    ok = _correctly_rounded_bf16(sigmoid64(xs.astype(np.float64)), bits)
+    assert ok.all(), f"{(~ok).sum()} bf16 inputs not correctly rounded, e.g. x={xs[~ok][:5]}"
+    with pytest.raises(pwpa.ArgumentError, match="give exp_tails=True too"):
+        pwpa.fit("sigmoid", exact="bf16", exp_tails_at_ends=True)
 
 
 def test_gelu_and_silu_fit_when_in_catalogue():

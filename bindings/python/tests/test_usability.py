@@ -421,7 +421,7 @@ def test_every_f32_fit_and_report_check_every_input():
 
 def test_flags_take_only_booleans():
     """bool("no") is True: yes/no arguments refuse strings and numbers."""
-    for kw in ("every_f32", "continuous", "exp_tails", "vary_degree"):
+    for kw in ("every_f32", "continuous", "exp_tails", "vary_degree", "exp_tails_at_ends"):
         with pytest.raises(pwpa.ArgumentError, match=f"{kw} must be True or False"):
             pwpa.fit("tanh", max_error=1e-3, **{kw: "no"})
     t = pwpa.fit("tanh", partitions=4, degree=2, continuous=np.bool_(True))

@@ -377,6 +377,12 @@ pub struct FitArgs {
     /// Fit exp2 tails that keep relative accuracy where the function decays exponentially.
     #[arg(long)]
     exp_tails: bool,
+    /// With --exp-tails --exact: start the exp2 tails at the range's ends, so that the pieces
+    /// cover all of it (by default a tail takes over the outer part of the range where it
+    /// rounds correctly there: fewer pieces, but inputs in that part pay for exp2; the
+    /// whole range in pieces runs faster on the CPU).
+    #[arg(long, requires = "exp_tails")]
+    exp_tails_at_ends: bool,
     /// Left tail: clamp, extend, const:V (V may be inf or -inf) or linear:A,B (default: the
     /// function's).
     #[arg(long, value_name = "SPEC", value_parser = parse_tail, allow_hyphen_values = true)]
@@ -453,6 +459,7 @@ impl FitArgs {
             left_tail: self.left_tail.clone(),
             right_tail: self.right_tail.clone(),
             exp_tails: self.exp_tails,
+            exp_tails_at_ends: self.exp_tails_at_ends,
             max_partitions: self.max_partitions,
             max_degree: self.max_degree,
             verify_every_f32: self.every_f32,

@@ -1786,6 +1786,12 @@ fn fit_edge_cases_fail_cleanly() {
         &["only 9 f32 values", "at most 8 partitions"],
         &[&out],
     );
+    // Tails at the range's ends without exp2 tails to place.
+    fails(
+        &pwpa(&["fit", "sigmoid", "--exp-tails-at-ends", "-o", p(&out)]),
+        &["--exp-tails-at-ends", "--exp-tails"],
+        &[&out],
+    );
     // A function beyond f32's range.
     fails(
         &pwpa(&["fit", "x*x", "--range=-1e30,1e30", "-o", p(&out)]),

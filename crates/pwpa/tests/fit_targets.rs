@@ -1928,3 +1928,49 @@ fn roots_at_piece_ends_and_roots_without_a_slope() {
         assert!(worst < bound, "{name} {range:?} {p}x{d}: {worst:e}");
     }
 }
+
+/// `exp_tails_at_ends`: bf16-exact sigmoid on [-16, 16] with exp2 tails. By default the
+/// left tail takes over part of the range (the pieces start inside it); at the ends the
+/// pieces cover all of [-16, 16], the tail starts at -16, and every finite bf16 input
+/// still rounds as an independent f64 sigmoid does.
+#[test]
+fn exp_tails_at_ends_keep_the_pieces_over_the_whole_range() {
+    let run = |at_ends: bool| {
+        fit(
+            &Target::parse("sigmoid").unwrap(),
+            &FitOptions {
+                range: Some((-16.0, 16.0)),
+                degree: 6,
+                placement: Placement::Uniform,
+                goal: Goal::Exact(DType::BF16),
+                exp_tails: true,
+                exp_tails_at_ends: at_ends,
+                ..opts()
+            },
+            &|_| {},
+        )
+        .unwrap()
+    };
+    let (taken, ends) = (run(false), run(true));
+    let lo = |t: &Table| t.breakpoints().lo();
+    assert!(lo(&taken) > -15.0, "default: pieces from {}", lo(&taken));
+    assert_eq!(lo(&ends), -16.0);
+    assert_eq!(ends.breakpoints().hi(), 16.0);
+    match ends.left_tail() {
+        Tail::Exp2 { anchor, .. } => assert_eq!(*anchor, -16.0),
+        t => panic!("left tail {t:?}"),
+    }
+    let mut wrong = 0;
+    for bits in 0..=u16::MAX {
+        let x = bf16::from_bits(bits);
+        if !x.to_f32().is_finite() {
+            continue;
+        }
+        let got: bf16 = ends.eval(x);
+        let want = <bf16 as Element>::from_f64(sigmoid(x.to_f32() as f64));
+        if got.to_bits() != want.to_bits() && !(got.to_f32() == 0.0 && want.to_f32() == 0.0) {
+            wrong += 1;
+        }
+    }
+    assert_eq!(wrong, 0, "{wrong} bf16 inputs wrongly rounded");
+}

@@ -641,6 +641,7 @@ def fit(
     max_degree: int = 15,
     progress: Optional[Callable[[float, str], None]] = None,
     every_f32: bool = False,
+    exp_tails_at_ends: bool = False,
 ) -> Table:
     """Fits a table — every option of ``pwpa fit``.
 
@@ -656,6 +657,10 @@ def fit(
     exact: 'bf16' or 'f16': correctly rounded for every input of that type in the range
         (checked exhaustively; f32 has too many inputs to check).
     continuous: C0 at breakpoints. exp_tails: exp2 tails where the function decays.
+    exp_tails_at_ends: with exp_tails and exact, the tails start at the range's ends and the
+        pieces cover all of it (by default a tail takes over the outer part of the range
+        where it rounds correctly: fewer pieces, but those inputs pay for exp2; the whole
+        range in pieces runs faster on the CPU).
     left_tail/right_tail: 'clamp', 'extend', a number, ('linear', a, b), ('constant', v)
         or a format dict; default the function's. max_partitions/max_degree: search limits.
     progress: called as progress(fraction, message) during long fits. An exception it
@@ -673,6 +678,9 @@ def fit(
     vary_degree = _flag(vary_degree, "vary_degree")
     continuous = _flag(continuous, "continuous")
     exp_tails = _flag(exp_tails, "exp_tails")
+    exp_tails_at_ends = _flag(exp_tails_at_ends, "exp_tails_at_ends")
+    if exp_tails_at_ends and not exp_tails:
+        raise ArgumentError("exp_tails_at_ends=True places exp2 tails: give exp_tails=True too")
     every_f32 = _flag(every_f32, "every_f32")
     target = None
     samples = None
@@ -728,6 +736,7 @@ def fit(
         _tail_dict(left_tail, "left"),
         _tail_dict(right_tail, "right"),
         exp_tails,
+        exp_tails_at_ends,
         int(max_partitions),
         int(max_degree),
         every_f32,

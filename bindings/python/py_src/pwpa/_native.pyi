@@ -67,8 +67,10 @@ def fit(
     left_tail: Optional[dict],
     right_tail: Optional[dict],
     exp_tails: bool,
+    exp_tails_at_ends: bool,
     max_partitions: int,
     max_degree: int,
+    every_f32: bool,
     progress: Optional[Callable[[float, str], None]],
 ) -> Table: ...
 def functions() -> list: ...

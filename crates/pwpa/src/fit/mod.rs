@@ -102,6 +102,13 @@ pub struct FitOptions {
     /// Fit relative-accuracy (exp2) tails where the function decays exponentially
     /// (replacing the default tail on that side; an explicit tail is kept).
     pub exp_tails: bool,
+    /// With `exp_tails` and an exact goal: the exp2 tails start at the requested range's
+    /// ends. By default a tail takes over the outer part of the range wherever it is itself
+    /// correctly rounded there, which leaves the pieces less to cover (fewer pieces); at
+    /// the ends, the pieces cover the whole range and inputs inside it never reach a tail
+    /// (faster on the CPU, whose kernel computes exp2 for a whole vector when one of its
+    /// lanes is in a tail). Other goals always start the tails at the ends.
+    pub exp_tails_at_ends: bool,
     /// Search limits.
     pub max_partitions: usize,
     /// Search limits.
@@ -132,6 +139,7 @@ impl Default for FitOptions {
             left_tail: None,
             right_tail: None,
             exp_tails: false,
+            exp_tails_at_ends: false,
             max_partitions: 4096,
             max_degree: crate::table::MAX_DEGREE,
             verify_every_f32: false,
@@ -680,7 +688,7 @@ pub fn fit_function(
     // function); the pieces then cover only the core [core_lo, core_hi]. Every input
     // of the requested range is still checked below, tails included.
     let (mut core_lo, mut core_hi) = (lo32, hi32);
-    if let Some(dt) = exact {
+    if let Some(dt) = exact.filter(|_| !opts.exp_tails_at_ends) {
         let inner = if lo32 < 0.0 && hi32 > 0.0 {
             0.0
         } else {
