@@ -2,7 +2,8 @@
 table set (.gpu-tables) and pwpa with the CPU set (.cpu-tables, scripts/fit_bench_tables.sh
 --cpu), all into the same preallocated y, 2^24 f32 inputs randn*4, 2 threads, interleaved
 rounds (a 20 ms pause before each call, the order rotated); the minimum over rounds (this VM's time slices make medians swing by 8 ms steps).
-python bench/cpu_lab/table_sets.py [ROUNDS] [FUNC,...]"""
+python bench/cpu_lab/table_sets.py [ROUNDS] [FUNC,...]
+SET_A and SET_B name the two table directories (default .gpu-tables and .cpu-tables)."""
 import os
 import sys
 import time
@@ -33,11 +34,13 @@ def t1(fn):
 
 
 print(f"# {n} f32, 2 threads, min of {rounds} interleaved rounds, ms; torch {torch.__version__}")
-print("| function | copy | PyTorch out= | pwpa, GPU set (P/D) | pwpa, CPU set (P/D) | GPU set / PyTorch | CPU set / PyTorch |")
+set_a = os.environ.get("SET_A", ".gpu-tables")
+set_b = os.environ.get("SET_B", ".cpu-tables")
+print(f"| function | copy | PyTorch out= | pwpa, {set_a} (P/D) | pwpa, {set_b} (P/D) | {set_a} / PyTorch | {set_b} / PyTorch |")
 print("|---|---|---|---|---|---|---|")
 for f in funcs:
-    tg = pwpa.load(f".gpu-tables/{f}.json")
-    tc = pwpa.load(f".cpu-tables/{f}.json")
+    tg = pwpa.load(f"{set_a}/{f}.json")
+    tc = pwpa.load(f"{set_b}/{f}.json")
     fns = {
         "copy": lambda: y.copy_(x),
         "aten": lambda: OUT[f](x, y),
