@@ -118,6 +118,7 @@ TORCH_FNS = {
 }
 
 from aten_out import TORCH_OUT_FNS  # noqa: E402  (bench/, the script's directory)
+from gpu_timing import median_us  # noqa: E402  (bench/)
 
 # Composites written the way users write them (the fusion case).
 COMPOSITES = {
@@ -192,18 +193,7 @@ def timer(device):
                 host_us = (time.perf_counter() - t0) * 1e6
                 torch.cuda.synchronize()
                 lead = int(max(2.0 * host_us + 100.0, 2000.0) * _sleep_cycles_per_us())
-            times = []
-            for _ in range(reps):
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                if lead:
-                    torch.cuda._sleep(lead)
-                s.record()
-                for _ in range(calls):
-                    fn()
-                e.record()
-                e.synchronize()
-                times.append(s.elapsed_time(e) / 1e3 / calls)
-            return statistics.median(times)
+            return median_us(fn, reps=reps, calls=calls, lead=lead, warm=False) / 1e6
 
     else:
 

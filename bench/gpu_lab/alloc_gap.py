@@ -2,13 +2,15 @@
 bench/gpu_lab/alloc_probe.py saw none (session 27)? Host time per call, device
 allocations (cudaMalloc/cudaFree) per call, and the per-call time with torch_bench's
 spin lead against a long one. python3 alloc_gap.py [table.json]"""
+import os
 import sys
 import time
 
 import torch
 
 import pwpa
-from gpu_timing import median_us
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from gpu_timing import median_us  # noqa: E402  (bench/)
 
 t = pwpa.load(sys.argv[1] if len(sys.argv) > 1 else ".gpu-tables/silu.json")
 n = 1 << 28

@@ -4,13 +4,15 @@ eager does (`table(x)`: the caching allocator hands back the block the previous 
 eager, and the copy, interleaved, on the same x. Run on the device with the CUDA wheel on
 PYTHONPATH: python3 alloc_probe.py [tables dir]"""
 import statistics
+import os
 import sys
 
 import torch
 import torch.nn.functional as F
 
 import pwpa
-from gpu_timing import median_us
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from gpu_timing import median_us  # noqa: E402  (bench/)
 
 tdir = sys.argv[1] if len(sys.argv) > 1 else ".gpu-tables"
 n = 1 << 28

@@ -1,21 +1,28 @@
 #!/bin/bash
-# Device-side lab (session 29): the f32 forward kernels' tile rules on a fast-memory device
-# (H200). torch_bench f32 (allocating and out=, eager, copy) under each setting of $SETTINGS,
-# in interleaved rounds; a setting is a comma-separated list of VAR=value (A=1: the default).
-# Env: ROUNDS (2), FUNCS (gelu,silu,sigmoid,tanh,exp,hardswish,reciprocal), SETTINGS.
-# .gpu (with the CUDA wheel) and .gpu-tables carried.
+# Device-side lab (session 29): torch_bench under settings of the tuning variables in one
+# build, in interleaved rounds; a setting is a comma-separated list of VAR=value (A=1: the
+# defaults). Prints torch_bench's "copy" lines (allocating, out=, eager, eager out=) and,
+# with BACKWARD=1, its backward lines. Written for the f32 forward tile rules on the H200
+# (fast_group in crates/pwpa-cuda/src/table.rs); ioh_ab.sh runs it for the cache hints.
+# Env: ROUNDS (2), SETTINGS, FUNCS (gelu,silu,sigmoid,tanh,exp,hardswish,reciprocal; "all":
+# every function), DTYPES (f32), BACKWARD. .gpu (with the CUDA wheel) and .gpu-tables
+# carried; the CSVs go to $OUT when it is set.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-site=/tmp/site-ff32; mkdir -p $site
-python3 -m pip install --quiet --disable-pip-version-check --no-index --no-deps --target $site \
+site=/tmp/site-ab; mkdir -p $site
+python3 -m pip install --quiet --disable-pip-version-check --no-index --no-deps --upgrade --target $site \
   $(ls -t .gpu/whl/pwpa-*.whl | head -1)
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
-tmp=$(mktemp -d /tmp/ff32.XXXXXX)
+funcs=${FUNCS:-gelu,silu,sigmoid,tanh,exp,hardswish,reciprocal}
+tmp=$(mktemp -d /tmp/ab.XXXXXX)
 for r in $(seq ${ROUNDS:-2}); do
+  k=0
   for s in ${SETTINGS:-A=1 PWPA_CUDA_WSUB=0 PWPA_CUDA_WSUB=1,PWPA_CUDA_GW=16}; do
+    k=$((k + 1))
     echo "=== $s round $r"
     ( env ${s//,/ } PYTHONPATH=$site python3 bench/torch_bench.py --device cuda --reps 10 \
-        --tables .gpu-tables --dtypes f32 --no-compile \
-        --functions ${FUNCS:-gelu,silu,sigmoid,tanh,exp,hardswish,reciprocal} \
-        --out $tmp/ff32-$r 2>&1 | awk '/^\[/ {f = $1; next} /copy/ {print f, $0}' )
+        --tables .gpu-tables --dtypes ${DTYPES:-f32} --no-compile ${BACKWARD:+--backward} \
+        $( [ "$funcs" != all ] && echo --functions $funcs ) \
+        --out $tmp/ab-$k-$r 2>&1 | awk '/^\[/ {f = $1; next} /copy|backward/ {print f, $0}' )
   done
 done
+[ -n "${OUT:-}" ] && cp $tmp/*.csv $OUT/

@@ -2,12 +2,14 @@
 into the same six output blocks, and both allocating. The stream cache hints of pwpa.cu
 (IOH) are read once per process from PWPA_CUDA_IOH, so run one process per setting.
 python3 place32.py TABLE.json ATEN_OP   (e.g. .gpu-tables/sigmoid.json sigmoid)"""
+import os
 import sys
 
 import torch
 
 import pwpa
-from gpu_timing import median_us
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from gpu_timing import median_us  # noqa: E402  (bench/)
 
 t = pwpa.load(sys.argv[1])
 op = sys.argv[2]

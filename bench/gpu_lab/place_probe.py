@@ -3,12 +3,14 @@ For bf16 and f16 silu: allocate y (as torch_bench does), then take the block tha
 F.silu(x) returns (z) and a third fresh block (w); time pwpa `table(x, out=b)` and
 `aten.silu.out(x, out=b)` for b in (y, z, w), plus `table(x)` and `F.silu(x)` allocating.
 python3 place_probe.py [table.json]"""
+import os
 import sys
 
 import torch
 
 import pwpa
-from gpu_timing import median_us
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from gpu_timing import median_us  # noqa: E402  (bench/)
 
 t = pwpa.load(sys.argv[1] if len(sys.argv) > 1 else ".gpu-tables/silu.json")
 n = 1 << 28

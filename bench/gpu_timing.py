@@ -1,4 +1,4 @@
-"""The lab probes' GPU timing (sessions 27-28): the median, over `reps` runs, of the time
+"""GPU timing shared by bench/torch_bench.py and the lab probes (bench/gpu_lab/): the median, over `reps` runs, of the time
 per call of `calls` back-to-back calls of `fn`, in µs by CUDA events. Each run starts after
 a spin kernel of `lead` cycles (0: none) so that the calls are queued while the GPU is busy
 and the host's launch time is not counted. One untimed call first (`warm`)."""
