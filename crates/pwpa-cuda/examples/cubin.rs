@@ -40,6 +40,7 @@ fn main() {
         swz: false,
         one_step: true,
         grid_ord: false,
+        ord_pos: false,
         crepl: 16,
         grad: false,
         compact: true,
@@ -48,6 +49,7 @@ fn main() {
         wsub: 0,
         gw: 1,
         tile_grid: false,
+        fast_group: false,
     };
     for a in args {
         let Some((k, v)) = a.split_once('=') else {
@@ -73,6 +75,11 @@ fn main() {
             "full_lut" => s.full_lut = n() != 0,
             "wsub" => s.wsub = n(),
             "gw" => s.gw = n(),
+            "block" => s.block = n(),
+            "grid_ord" => s.grid_ord = n() != 0,
+            "ord_pos" => s.ord_pos = n() != 0,
+            "one_step" => s.one_step = n() != 0,
+            "fast_group" => s.fast_group = n() != 0,
             "repl" => s.repl = n(),
             "replt" => s.replt = n(),
             "swz" => s.swz = n() != 0,

@@ -23,7 +23,8 @@
 //                    8-lane access phase reads the planes in the other order (see horner_rec)
 //   ONESTEP          1: the lookup grid has at most one breakpoint per cell (no scan)
 //   CREPL            interleaved copies of the lookup cells in shared memory (1..16)
-//   GRID_ORD         1: lookup cells over ordered float keys (log-spaced breakpoints)
+//   GRID_ORD         1: lookup cells over ordered float keys (log-spaced breakpoints); 2:
+//                    the same with b[0] >= +0 (the keys above b[0] are the bit patterns)
 //   COMPACT          1: f32 input; the exp2-tail elements of a warp's tile, or the rest
 //                    when they are fewer, are gathered in shared memory and evaluated 32
 //                    at a time (not FUSED)
@@ -266,8 +267,17 @@ __device__ __forceinline__ u32 piece_index(const Params& p, const uint2* cells, 
     // Cell entry: (start piece s, bits of b[s+1]); the first compare needs no second load.
 #if GRID_ORD
     // Cells of 2^shift consecutive floats from b[0] (ordered keys; 0 at or below b[0]).
-    long long d = (long long)ordkey(x) - (long long)ordkey(p.lo);
-    u32 c = d <= 0 ? 0u : (u32)min((unsigned long long)(d >> p.shift), (unsigned long long)(p.G - 1u));
+    // Above b[0] the keys' difference is below 2^32, so it is exact in u32 arithmetic
+    // (the host's ord_cell works in i64); at or below b[0], and for NaN, the cell is 0
+    // (the host gives +NaN the last cell: a NaN's result is NaN from any cell).
+#if GRID_ORD == 2
+    // b[0] is +0 or positive: above it x is positive and its key is its bit pattern.
+    const u32 d = __float_as_uint(x) - __float_as_uint(p.lo);
+#else
+    const u32 d = (u32)ordkey(x) - (u32)ordkey(p.lo);
+#endif
+    u32 c = min(d >> p.shift, p.G - 1u);
+    c = (x > p.lo) ? c : 0u;
 #else
     float u = __fmul_rn(__fsub_rn(x, p.lo), p.inv);
     u32 c = min(__float2uint_rz(u), p.G - 1u);

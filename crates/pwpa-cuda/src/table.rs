@@ -381,6 +381,10 @@ pub struct KernelSpec {
     pub one_step: bool,
     /// Arbitrary breakpoints: the lookup grid is over ordered float keys (log-like cells).
     pub grid_ord: bool,
+    /// With `grid_ord`: the first breakpoint is +0 or positive, so every input above it
+    /// is positive and its key is its bit pattern (the kernel's GRID_ORD 2: no
+    /// sign-dependent key per element).
+    pub ord_pos: bool,
     /// Interleaved copies of the lookup cells in shared memory (1 to 16).
     pub crepl: u32,
     /// Backward pass: `y = g · table(x)` with the gradient `g` (of `y_dtype`) as a
@@ -411,6 +415,10 @@ pub struct KernelSpec {
     /// same: a taker whose first tile is its own finds the next ticket past the end.)
     /// See [`CudaTable::spec`].
     pub tile_grid: bool,
+    /// Launched in [`fast_group`]'s shape (fast-memory devices, f32 forward, blocks of
+    /// 512 threads with one-step tiles per 16-warp group). Its ordered-key grid kernels
+    /// store plainly ([`KernelSpec::io_hints`]).
+    pub fast_group: bool,
 }
 
 fn dcode(d: DType) -> u32 {
@@ -634,14 +642,15 @@ impl KernelSpec {
     /// (bench/gpu_lab/NOTES.md, session 28): plain stores made compaction 10 % slower and
     /// ordered grids 0.5-1 %, while evict-first loads and stores (the earlier choice for
     /// every mode) made a call's time depend on where its output lies, up to 3 % slower.
+    /// Ordered grids in [`fast_group`]'s launch store plainly: H200, 2026-11-28 (session
+    /// 30), torch_bench f32 2^28, two rounds, ms: reciprocal, rsqrt, log 0.540–0.541 with
+    /// `__stcs` stores per warp, 0.536–0.537 with plain stores per warp, 0.530–0.532 with
+    /// plain stores in that launch (copy 0.502–0.506).
     /// `PWPA_CUDA_IOH` (0-5) overrides the choice, for the lab.
     pub fn io_hints(&self) -> u32 {
         static IOH: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-        env_value(&IOH, "PWPA_CUDA_IOH", |v| *v <= 5).unwrap_or(if self.compact || self.grid_ord {
-            4
-        } else {
-            0
-        })
+        let stcs = self.compact || (self.grid_ord && !self.fast_group);
+        env_value(&IOH, "PWPA_CUDA_IOH", |v| *v <= 5).unwrap_or(if stcs { 4 } else { 0 })
     }
 
     /// The kernel source with its specialising prelude.
@@ -667,7 +676,7 @@ impl KernelSpec {
             self.replt,
             self.one_step as u32,
             self.crepl,
-            self.grid_ord as u32,
+            if self.grid_ord { 1 + self.ord_pos as u32 } else { 0 },
         );
         s.push_str(&format!(
             "#define GRADMUL {}\n#define COMPACT {}\n#define TAILLUT {}\n#define FULLLUT {}\n#define WSUB {}\n#define SWZ {}\n",
@@ -767,9 +776,9 @@ const FAST_GROUP_MAX_P_UNIFORM: usize = 384;
 /// [`FAST_GROUP_BLOCK`] threads, instead of tile tickets per warp with
 /// [`FAST_WARP_TILE_STEPS`] steps: for small tables that would take tickets per warp
 /// (arbitrary breakpoints, at most [`FAST_GROUP_MAX_P_ARBITRARY`] pieces; uniform ones of
-/// degree > 3, at most [`FAST_GROUP_MAX_P_UNIFORM`]), are not `heavy`, without compaction
-/// or the ordered-key lookup grid, and whose staged `smem` lets two such blocks share a
-/// multiprocessor (as many threads as one block of 1024).
+/// degree > 3, at most [`FAST_GROUP_MAX_P_UNIFORM`]), are not `heavy`, without compaction,
+/// and whose staged `smem` lets two such blocks share a multiprocessor (as many threads as
+/// one block of 1024).
 ///
 /// Measured on an H200 (2026-11-28, session 29), the launch emulated with
 /// PWPA_CUDA_BLOCK=512 PWPA_CUDA_WSUB=1 PWPA_CUDA_GW=16 (bench/gpu_lab/fast_f32_ab.sh and
@@ -783,8 +792,11 @@ const FAST_GROUP_MAX_P_UNIFORM: usize = 384;
 /// - `pwpa bench`, fraction of copy, uniform inputs: gelu 0.939 → 0.977, silu 0.937 →
 ///   0.976, exp 0.933 → 0.957, random uniform P192 D4 0.932 → 0.970, arbitrary P32 D3 0.937
 ///   → 0.979, arbitrary P64 D1 0.939 → 0.952.
-/// - Slower, so left out: sigmoid (compaction) 0.552 → 0.614–0.636 ms, reciprocal and log
-///   (ordered-key grid) 0.544 → 0.593–0.607 ms; random arbitrary P256 D3 0.927 → 0.764 of
+/// - The ordered-key grid (log-spaced breakpoints) was slower in this launch with its
+///   `__stcs` stores (reciprocal, log 0.544 → 0.593–0.607 ms) but faster with plain ones
+///   (session 30, H200, two rounds, reciprocal, rsqrt, log: 0.540–0.541 → 0.530–0.532 ms,
+///   copy 0.502–0.506, eager 0.505–0.506), which it now takes ([`KernelSpec::io_hints`]).
+/// - Slower, so left out: sigmoid (compaction) 0.552 → 0.614–0.636 ms; random arbitrary P256 D3 0.927 → 0.764 of
 ///   copy, P1024 D3 0.915 → 0.651, uniform P1024 D5 0.931 → 0.753 and every P4096 table;
 ///   light uniform tables (D ≤ 3, tickets per block) P128 D3 0.984 → 0.972, P256 D3 0.982
 ///   → 0.971.
@@ -798,7 +810,6 @@ fn fast_group(
     degree: usize,
     heavy: bool,
     compact: bool,
-    grid_ord: bool,
     smem: usize,
     smem_limit: usize,
 ) -> bool {
@@ -813,7 +824,7 @@ fn fast_group(
     } else {
         degree > 3 && p <= FAST_GROUP_MAX_P_UNIFORM
     };
-    small && !heavy && !compact && !grid_ord && fits_two
+    small && !heavy && !compact && fits_two
 }
 
 /// Whether a device of this peak bandwidth gets the fast-memory rules.
@@ -1050,14 +1061,15 @@ fn unord_key(k: i64) -> f32 {
 }
 
 /// Cell of `x` in the ordered-key grid with `g` cells of `2^shift` keys from `b0`: 0 at
-/// or below `b0`, else `min((ord(x) - ord(b0)) >> shift, g - 1)` (the kernel's rule).
+/// or below `b0` and for NaN, else `min((ord(x) - ord(b0)) >> shift, g - 1)`. Above `b0`
+/// the keys' difference is below 2^32, so the kernel (and this mirror of it) computes it in
+/// u32 arithmetic; `shift` < 32.
 pub fn ord_cell(x: f32, b0: f32, shift: u32, g: u32) -> u32 {
-    let d = ord_key(x) - ord_key(b0);
-    if d <= 0 {
-        0
-    } else {
-        ((d >> shift) as u64).min(g as u64 - 1) as u32
+    if x.is_nan() || x <= b0 {
+        return 0;
     }
+    let d = (ord_key(x) as u32).wrapping_sub(ord_key(b0) as u32);
+    (d >> shift).min(g - 1)
 }
 
 /// The ordered-key lookup grid: cells of `2^shift` consecutive f32 values from `b_0`, so
@@ -1424,6 +1436,7 @@ impl CudaTable {
             swz: false,
             one_step: self.one_step,
             grid_ord: self.grid_shift.is_some(),
+            ord_pos: self.grid_shift.is_some() && self.table.breakpoints().lo().is_sign_positive(),
             crepl: 1,
             grad,
             compact: false,
@@ -1432,6 +1445,7 @@ impl CudaTable {
             wsub: 0,
             gw: 1,
             tile_grid: false,
+            fast_group: false,
         };
         if let Some(bytes) = full_bytes {
             let spec = KernelSpec {
@@ -1594,8 +1608,8 @@ impl CudaTable {
             rec_smem + if smem_idx { idx } else { 0 } + if compact { cbuf } else { 0 } + tl_bytes;
         // Devices with more than 4 TB/s, f32 forward of the small tables that would take
         // tickets per warp (arbitrary breakpoints or degree > 3, not heavy) without
-        // compaction or the ordered-key grid: one-step tiles per group of 16 warps in
-        // blocks of 512 threads ([`fast_group`]).
+        // compaction: one-step tiles per group of 16 warps in blocks of 512 threads
+        // ([`fast_group`]).
         let fast_group = fast_f32
             && fast_group(
                 self.table.partitions(),
@@ -1603,7 +1617,6 @@ impl CudaTable {
                 self.table.degree(),
                 heavy,
                 compact,
-                self.grid_shift.is_some(),
                 smem,
                 smem_limit,
             );
@@ -1717,6 +1730,7 @@ impl CudaTable {
                 wsub,
                 gw,
                 tile_grid,
+                fast_group,
                 block: if fast_group {
                     block_env.unwrap_or(FAST_GROUP_BLOCK)
                 } else {
@@ -2286,23 +2300,22 @@ mod tests {
         let limit = 227 * 1024 - crate::STATIC_SMEM_RESERVE;
         // The largest staging of which two blocks fit: 2 (s + 256 + 1024) <= 228 KB.
         let edge = (228 * 1024) / 2 - crate::STATIC_SMEM_RESERVE - 1024;
-        // (P, arbitrary, D, heavy, compaction, ordered-key grid, staged bytes)
-        let g = |p, arb, d, heavy, compact, ord, smem| {
-            super::fast_group(p, arb, d, heavy, compact, ord, smem, limit)
+        // (P, arbitrary, D, heavy, compaction, staged bytes)
+        let g = |p, arb, d, heavy, compact, smem| {
+            super::fast_group(p, arb, d, heavy, compact, smem, limit)
         };
         // The catalogue's gelu and tanh tables as measured, and the edges.
-        assert!(g(174, false, 4, false, false, false, 45 * 1024));
-        assert!(g(16, true, 3, false, false, false, 8 * 1024));
-        assert!(g(384, false, 4, false, false, false, edge));
-        assert!(!g(384, false, 4, false, false, false, edge + 1));
-        assert!(!g(385, false, 4, false, false, false, 1024));
-        assert!(g(64, true, 1, false, false, false, edge));
-        assert!(!g(65, true, 1, false, false, false, 1024));
-        // Light uniform tables (tickets per block), heavy ones, compaction, log grids.
-        assert!(!g(128, false, 3, false, false, false, 1024));
-        assert!(!g(16, true, 3, true, false, false, 1024));
-        assert!(!g(16, true, 3, false, true, false, 1024));
-        assert!(!g(16, true, 3, false, false, true, 1024));
+        assert!(g(174, false, 4, false, false, 45 * 1024));
+        assert!(g(16, true, 3, false, false, 8 * 1024));
+        assert!(g(384, false, 4, false, false, edge));
+        assert!(!g(384, false, 4, false, false, edge + 1));
+        assert!(!g(385, false, 4, false, false, 1024));
+        assert!(g(64, true, 1, false, false, edge));
+        assert!(!g(65, true, 1, false, false, 1024));
+        // Light uniform tables (tickets per block), heavy ones, compaction.
+        assert!(!g(128, false, 3, false, false, 1024));
+        assert!(!g(16, true, 3, true, false, 1024));
+        assert!(!g(16, true, 3, false, true, 1024));
     }
 
     /// Exp2 tails on both sides (a negated one on the right) for the 16-bit table tests.

@@ -255,7 +255,8 @@ fn exp2_tail_shares_from_none_to_all_match_cpu() {
 /// chooses the shape there (a rule that stopped choosing it would leave it untested) and
 /// that each is bit-identical to the CPU at sizes from one partial tile to many waves of
 /// blocks. On devices above 4 TB/s (an H200) it checks their shapes instead: the light
-/// arbitrary table in blocks of 512 threads with one-step tiles per 16 warps.
+/// arbitrary tables, log-spaced (the ordered-key grid) or not, in blocks of 512 threads
+/// with one-step tiles per 16 warps.
 #[test]
 fn tile_grid_launch_matches_cpu() {
     let Some(b) = backend() else { return };
@@ -264,9 +265,14 @@ fn tile_grid_launch_matches_cpu() {
     // gpu_run.sh runs this test a second time with the fast-memory devices' small-table
     // launch shape forced on every table (blocks of 512, one-step tiles per 16 warps), so
     // that it is checked against the CPU on any device.
-    let tuning = ["PWPA_CUDA_BLOCK", "PWPA_CUDA_WSUB", "PWPA_CUDA_GW"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some());
+    let tuning = [
+        "PWPA_CUDA_BLOCK",
+        "PWPA_CUDA_WSUB",
+        "PWPA_CUDA_GW",
+        "PWPA_CUDA_IOH",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some());
     // Random tables of range within [-3.5, 3.5], arbitrary ones with pieces of similar
     // widths (not log-spaced: those take another lookup, and a persistent grid).
     let mut near = |arbitrary: bool, p: usize| loop {
@@ -292,42 +298,87 @@ fn tile_grid_launch_matches_cpu() {
         slope: 1.0,
         intercept: 0.0,
     };
+    // Log-spaced breakpoints (as reciprocal, rsqrt and log tables have), with constant tails:
+    // the ordered-key lookup grid.
+    // One from a positive first breakpoint (the kernel's keys are then the bit patterns),
+    // one mirrored around 0. (The mirrored one's grid spans the keys from -z to z, with
+    // cells as fine as its pieces, at least 525 cells for 27 pieces: it stages more than
+    // two blocks of a multiprocessor can, 147 KB on an H200 on 2026-11-28, and keeps
+    // tickets per warp there.)
+    let mut r2 = Rng(29);
+    let mut log_spaced = |positive: bool| loop {
+        let t = random_table(&mut r2, true, 27, 3, 0, 0);
+        let ct = CudaTable::new(&b, &t).unwrap();
+        let spec = ct.spec(DType::F32, DType::F32, None, false).0;
+        if spec.grid_ord && spec.ord_pos == positive {
+            assert_eq!(positive, t.breakpoints().lo() >= 0.0, "{spec:?}");
+            break t;
+        }
+    };
+    // (what, table, light: no compaction, ordered-key grid)
     let cases = [
-        ("light uniform table", near(false, 16), true),
-        ("light arbitrary table", near(true, 16), true),
+        ("light uniform table", near(false, 16), true, false),
+        ("light arbitrary table", near(true, 16), true, false),
         (
             "exp2 and linear tails (compaction)",
             gelu_like.with_tails(exp2, lin).unwrap(),
             false,
+            false,
+        ),
+        (
+            "log-spaced table (ordered-key grid)",
+            log_spaced(true),
+            true,
+            true,
+        ),
+        (
+            "log-spaced table mirrored around 0 (ordered-key grid)",
+            log_spaced(false),
+            true,
+            true,
         ),
     ];
     let mut grid_launches = 0;
-    for (what, t, light) in cases {
+    for (what, t, light, ord) in cases {
         let ct = CudaTable::new(&b, &t).unwrap();
         let (spec, smem) = ct.spec(DType::F32, DType::F32, None, false);
         eprintln!("{what}: {smem} B of shared memory, {}", spec.describe());
         grid_launches += spec.tile_grid as usize;
+        assert_eq!(spec.grid_ord, ord, "{what}: {spec:?}");
         if tuning {
-            eprintln!("{what}: launch shape set by PWPA_CUDA_BLOCK/WSUB/GW, rules not checked");
+            eprintln!("{what}: launch shape set by PWPA_CUDA_BLOCK/WSUB/GW/IOH, rules not checked");
         } else if h100_rules {
-            let ok = if light {
+            let ok = if ord {
+                // A persistent grid and evict-first stores.
+                !spec.tile_grid && !spec.compact && spec.io_hints() == 4
+            } else if light {
                 spec.tile_grid == (smem <= pwpa_cuda::TILE_GRID_SMEM) && !spec.compact
             } else {
                 spec.compact && !spec.tile_grid
             };
             assert!(ok, "{what}: {spec:?}");
         } else {
-            // Above 4 TB/s: a persistent grid; the light arbitrary table takes one-step
-            // tiles per 16-warp block of 512 threads, the light uniform one tickets per
-            // block, compaction tickets per warp (4 steps) in blocks of 1024.
-            let (block, wsub, gw) = match (light, t.breakpoints().is_uniform()) {
-                (true, false) => (512, 1, 16),
-                (true, true) => (1024, 0, 1),
-                (false, _) => (1024, 4, 1),
+            // Above 4 TB/s: a persistent grid; the light arbitrary tables take one-step
+            // tiles per 16-warp block of 512 threads (the log-spaced ones with plain
+            // stores) where two blocks fit on a multiprocessor (all but the mirrored
+            // log-spaced one, see above), the light uniform one tickets per block,
+            // compaction and the rest tickets per warp (4 steps) in blocks of 1024.
+            let uniform = t.breakpoints().is_uniform();
+            let (block, wsub, gw) = if spec.fast_group {
+                (512, 1, 16)
+            } else if light && uniform {
+                (1024, 0, 1)
+            } else {
+                (1024, 4, 1)
             };
+            // (The mirrored table's launch depends on its staging: either, consistently.)
+            let mirrored = ord && !spec.ord_pos;
+            let stcs = spec.compact || (ord && !spec.fast_group);
             let ok = !spec.tile_grid
                 && spec.compact != light
-                && (spec.block, spec.wsub, spec.gw) == (block, wsub, gw);
+                && (spec.block, spec.wsub, spec.gw) == (block, wsub, gw)
+                && (mirrored || spec.fast_group == (light && !uniform))
+                && spec.io_hints() == if stcs { 4 } else { 0 };
             assert!(ok, "{what} on a device above 4 TB/s: {spec:?}");
         }
         let (lo, hi) = (t.breakpoints().lo() as f64, t.breakpoints().hi() as f64);

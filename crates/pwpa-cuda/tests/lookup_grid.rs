@@ -234,7 +234,16 @@ fn ordered_key_grid_gives_the_index_rule_on_log_spaced_points() {
             -f32::MAX,
         ]);
         for x in xs.into_iter().filter(|x| !x.is_nan()) {
-            let s0 = cells[pwpa_cuda::ord_cell(x, pts[0], shift, g) as usize] as usize;
+            // The kernel's u32 cell against the same rule in i64 arithmetic.
+            let c = pwpa_cuda::ord_cell(x, pts[0], shift, g);
+            let d = pwpa_cuda::ord_key(x) - pwpa_cuda::ord_key(pts[0]);
+            let want = if d <= 0 {
+                0
+            } else {
+                (d >> shift).min(g as i64 - 1) as u32
+            };
+            assert_eq!(c, want, "cell of x = {x:e}, case {case}");
+            let s0 = cells[c as usize] as usize;
             let i = one_step_index(&pts, s0, x);
             assert_eq!(i, arbitrary_index(&pts, x), "x = {x:e}, case {case}");
         }

@@ -47,6 +47,7 @@ fn large_block_spec(xd: DType, yd: DType) -> KernelSpec {
         swz: false,
         one_step: true,
         grid_ord: false,
+        ord_pos: false,
         crepl: 16,
         grad: false,
         compact: false,
@@ -55,6 +56,7 @@ fn large_block_spec(xd: DType, yd: DType) -> KernelSpec {
         wsub: 0,
         gw: 1,
         tile_grid: false,
+        fast_group: false,
     }
 }
 
@@ -125,6 +127,7 @@ fn every_specialisation_compiles_for_sm90() {
                                 swz: k % 7 < 4,
                                 one_step: arbitrary && k % 2 == 0,
                                 grid_ord: arbitrary && k % 4 == 0,
+                                ord_pos: arbitrary && k % 8 == 0,
                                 crepl: [1, 16, 4][k % 3],
                                 grad: fused.is_none() && k % 3 != 1,
                                 compact: fused.is_none()
@@ -138,6 +141,7 @@ fn every_specialisation_compiles_for_sm90() {
                                 wsub: [0, 2][k % 2],
                                 gw: [1, 1, 1, 4][k % 4],
                                 tile_grid: false,
+                                fast_group: false,
                             };
                             let c = compile::compile("pwpa_eval", &spec.source(), &opts(&[]), true)
                                 .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
@@ -194,7 +198,13 @@ fn every_specialisation_compiles_for_sm90() {
     // The same in blocks of 512 threads, one 16-warp group each (the host's choice for
     // small f32 tables on devices above 4 TB/s): arbitrary degree 3 and uniform degree 4,
     // the latter with an exp2 tail (computed per element, no compaction).
-    for (degree, arbitrary, tails) in [(3u32, true, (0, 1, 1, 1)), (4, false, (3, 1, 8, 1))] {
+    // Since session 30 also with the ordered-key grid (log-spaced breakpoints).
+    for (degree, arbitrary, grid_ord, ord_pos, tails) in [
+        (3u32, true, false, false, (0, 1, 1, 1)),
+        (3, true, true, false, (0, 0, 1, 1)),
+        (3, true, true, true, (0, 0, 1, 1)),
+        (4, false, false, false, (3, 1, 8, 1)),
+    ] {
         compiles_without_spills(&KernelSpec {
             degree,
             arbitrary,
@@ -202,9 +212,12 @@ fn every_specialisation_compiles_for_sm90() {
             anchors: arbitrary,
             smem_idx: arbitrary,
             one_step: arbitrary,
+            grid_ord,
+            ord_pos,
             block: 512,
             wsub: 1,
             gw: 16,
+            fast_group: true,
             ..large_block_spec(DType::F32, DType::F32)
         });
         n += 1;
@@ -412,6 +425,14 @@ fn stream_cache_hints_follow_the_kernel_mode() {
         compact: true,
         ..base
     };
+    // The ordered-key grid in the fast-memory devices' small-table launch stores plainly.
+    let ordered_fast = KernelSpec {
+        block: 512,
+        wsub: 1,
+        gw: 16,
+        fast_group: true,
+        ..ordered.clone()
+    };
     let ptx_opts = vec![
         "--gpu-architecture=compute_90".to_string(),
         "--fmad=false".to_string(),
@@ -421,6 +442,7 @@ fn stream_cache_hints_follow_the_kernel_mode() {
         (uniform, false),
         (arbitrary, false),
         (ordered, true),
+        (ordered_fast, false),
         (compact, true),
     ] {
         let c = compile::compile("pwpa_eval", &spec.source(), &ptx_opts, false)
