@@ -645,7 +645,9 @@ impl KernelSpec {
     /// Ordered grids in [`fast_group`]'s launch store plainly: H200, 2026-11-28 (session
     /// 30), torch_bench f32 2^28, two rounds, ms: reciprocal, rsqrt, log 0.540–0.541 with
     /// `__stcs` stores per warp, 0.536–0.537 with plain stores per warp, 0.530–0.532 with
-    /// plain stores in that launch (copy 0.502–0.506).
+    /// plain stores in that launch (copy 0.502–0.506); then with bit-pattern keys
+    /// (`ord_pos`) 0.533–0.536 → 0.515–0.518, sqrt included (copy 0.506, eager
+    /// 0.507–0.509).
     /// `PWPA_CUDA_IOH` (0-5) overrides the choice, for the lab.
     pub fn io_hints(&self) -> u32 {
         static IOH: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
@@ -795,7 +797,8 @@ const FAST_GROUP_MAX_P_UNIFORM: usize = 384;
 /// - The ordered-key grid (log-spaced breakpoints) was slower in this launch with its
 ///   `__stcs` stores (reciprocal, log 0.544 → 0.593–0.607 ms) but faster with plain ones
 ///   (session 30, H200, two rounds, reciprocal, rsqrt, log: 0.540–0.541 → 0.530–0.532 ms,
-///   copy 0.502–0.506, eager 0.505–0.506), which it now takes ([`KernelSpec::io_hints`]).
+///   copy 0.502–0.506, eager 0.505–0.506), which it now takes ([`KernelSpec::io_hints`]);
+///   0.515–0.518 with bit-pattern keys ([`KernelSpec::ord_pos`]).
 /// - Slower, so left out: sigmoid (compaction) 0.552 → 0.614–0.636 ms; random arbitrary P256 D3 0.927 → 0.764 of
 ///   copy, P1024 D3 0.915 → 0.651, uniform P1024 D5 0.931 → 0.753 and every P4096 table;
 ///   light uniform tables (D ≤ 3, tickets per block) P128 D3 0.984 → 0.972, P256 D3 0.982
