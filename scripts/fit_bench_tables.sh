@@ -8,13 +8,19 @@
 #
 # Default set: the tables that run fastest in f32 on the GPU (session 26, H100, torch_bench
 # f32 at 2^28, N(0, 16) inputs; bench/results/torch-cuda-2026-11-27-h100-s26-tables.md).
-#   - gelu, gelu_tanh, silu, mish, exp, exp2: no exp2 tails. The range reaches where the
+#   - gelu, gelu_tanh, silu, mish, exp, exp2 (and sigmoid, softplus, log_sigmoid below): no
+#     exp2 tails. The range reaches where the
 #     function rounds to 0 in bf16, so the constant 0 tail is correctly rounded beyond it
 #     too (every finite bf16 input, checked below), and the pieces are degree 4 on uniform
 #     breakpoints. With exp2 tails on the side where typical inputs fall these tables
 #     were 1-5 % slower than a copy of the same bytes (warp divergence, then compaction),
 #     without them 0.2-0.5 %. On the CPU both kinds are well ahead of PyTorch (2^24 f32 on
 #     two cores, ms: exp 5.5 with exp2 tails against 8.2 without, gelu 9.2 against 8.3).
+#   - sigmoid, softplus, log_sigmoid (session 30): the same kind, on [-93, 17] ([-17, 93]
+#     for log_sigmoid), where e^x rounds to 0 in bf16; 188, 132 and 132 pieces. H200,
+#     torch_bench f32 2^28, two rounds, ms, exp2-tail tables -> these: sigmoid 0.550 -> 0.514,
+#     softplus 0.550 -> 0.508, log_sigmoid 0.553 -> 0.510 (copy 0.502-0.503; eager 0.507,
+#     0.518, 0.504); backward 0.816-0.819 -> 0.740-0.742 (eager 0.737-0.738).
 #   - sqrt: degree 2 (30 pieces; the 17 pieces of degree 3 take a 135 KB lookup grid on the
 #     GPU and ran 0.7 % slower than a copy, degree 2 0.4 % faster).
 #   - the others: `--exact bf16 --exp-tails` (the smallest exact tables).
@@ -60,6 +66,9 @@ silu|--range=-98,20 -D 4 --breakpoints uniform|1
 mish|--range=-98,20 -D 4 --breakpoints uniform|1
 exp|-D 4 --breakpoints uniform|1
 exp2|-D 4 --breakpoints uniform|1
+sigmoid|--range=-93,17 -D 4 --breakpoints uniform|1
+softplus|--range=-93,17 -D 4 --breakpoints uniform|1
+log_sigmoid|--range=-17,93 -D 4 --breakpoints uniform|1
 sqrt|-D 2|0'
 # The CPU set (--cpu): name|fit arguments|whole line, as above.
 fast_cpu='gelu|--range=-11,8 -D 8 --exp-tails --exp-tails-at-ends --breakpoints uniform|1

@@ -1,16 +1,24 @@
 #!/bin/bash
-# Device-side lab (session 29): torch_bench under settings of the tuning variables in one
-# build, in interleaved rounds; a setting is a comma-separated list of VAR=value (A=1: the
-# defaults). Prints torch_bench's "copy" lines (allocating, out=, eager, eager out=) and,
-# with BACKWARD=1, its backward lines. Written for the f32 forward tile rules on the H200
-# (fast_group in crates/pwpa-cuda/src/table.rs); ioh_ab.sh runs it for the cache hints.
+# Device-side lab (sessions 29-30): torch_bench under settings of the tuning variables, in
+# interleaved rounds; a setting is a comma-separated list of VAR=value (A=1: the defaults).
+# Two pseudo-variables pick what a setting runs: W=old the baseline wheel in .gpu/old/ (else
+# the newest in .gpu/whl/), T=DIR the tables (else .gpu-tables). Prints torch_bench's "copy"
+# lines (allocating, out=, eager, eager out=) and, with BACKWARD=1, its backward lines.
+# Written for the f32 forward tile rules on the H200 (fast_group in
+# crates/pwpa-cuda/src/table.rs); ioh_ab.sh runs it for the cache hints.
 # Env: ROUNDS (2), SETTINGS, FUNCS (gelu,silu,sigmoid,tanh,exp,hardswish,reciprocal; "all":
-# every function), DTYPES (f32), BACKWARD. .gpu (with the CUDA wheel) and .gpu-tables
-# carried; the CSVs go to $OUT when it is set.
+# every function), DTYPES (f32; comma-separated), BACKWARD. .gpu (with the CUDA wheel) and
+# the table directories carried; the CSVs go to $OUT when it is set.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-site=/tmp/site-ab; mkdir -p $site
-python3 -m pip install --quiet --disable-pip-version-check --no-index --no-deps --upgrade --target $site \
-  $(ls -t .gpu/whl/pwpa-*.whl | head -1)
+install() {  # site wheel
+  mkdir -p "$1"
+  python3 -m pip install --quiet --disable-pip-version-check --no-index --no-deps --upgrade \
+    --target "$1" "$2"
+}
+install /tmp/site-ab "$(ls -t .gpu/whl/pwpa-*.whl | head -1)"
+if ls .gpu/old/pwpa-*.whl > /dev/null 2>&1; then
+  install /tmp/site-ab-old "$(ls -t .gpu/old/pwpa-*.whl | head -1)"
+fi
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 funcs=${FUNCS:-gelu,silu,sigmoid,tanh,exp,hardswish,reciprocal}
 tmp=$(mktemp -d /tmp/ab.XXXXXX)
@@ -18,9 +26,19 @@ for r in $(seq ${ROUNDS:-2}); do
   k=0
   for s in ${SETTINGS:-A=1 PWPA_CUDA_WSUB=0 PWPA_CUDA_WSUB=1,PWPA_CUDA_GW=16}; do
     k=$((k + 1))
+    site=/tmp/site-ab
+    tables=.gpu-tables
+    vars=()
+    for kv in ${s//,/ }; do
+      case $kv in
+        W=old) site=/tmp/site-ab-old ;;
+        T=*) tables=${kv#T=} ;;
+        *) vars+=("$kv") ;;
+      esac
+    done
     echo "=== $s round $r"
-    ( env ${s//,/ } PYTHONPATH=$site python3 bench/torch_bench.py --device cuda --reps 10 \
-        --tables .gpu-tables --dtypes ${DTYPES:-f32} --no-compile ${BACKWARD:+--backward} \
+    ( env "${vars[@]}" PYTHONPATH=$site python3 bench/torch_bench.py --device cuda --reps 10 \
+        --tables "$tables" --dtypes ${DTYPES:-f32} --no-compile ${BACKWARD:+--backward} \
         $( [ "$funcs" != all ] && echo --functions $funcs ) \
         --out $tmp/ab-$k-$r 2>&1 | awk '/^\[/ {f = $1; next} /copy|backward/ {print f, $0}' )
   done
