@@ -142,6 +142,7 @@ pub fn fit(
         &[
             ("adaptive", Placement::Adaptive),
             ("uniform", Placement::Uniform),
+            ("log", Placement::Log),
         ],
     )?;
     let measure = choice(

@@ -144,3 +144,24 @@ def test_fit_from_samples():
     assert np.max(np.abs(t(q) - np.sin(q.astype(np.float64)))) < 1e-3
 
 
+
+
+def test_log_breakpoints_are_bit_uniform_and_exact():
+    # breakpoints="log": interior points equally spaced in f32 bit patterns from the
+    # range's start (a power-of-two step), the last point the range's end; the bf16-exact
+    # reciprocal is correctly rounded on every bf16 input of its range.
+    t = pwpa.fit("reciprocal", exact="bf16", degree=3, breakpoints="log")
+    pts = np.asarray(t.breakpoints, dtype=np.float32)
+    bits = pts.view(np.uint32).astype(np.int64)
+    steps = np.diff(bits[:-1])
+    assert len(pts) == t.partitions + 1 and (pts[0], pts[-1]) == (0.015625, 64.0)
+    assert (steps == steps[0]).all() and steps[0] & (steps[0] - 1) == 0
+    assert bits[-1] - bits[-2] <= steps[0]
+    xs = all_16bit("bf16")
+    xs = xs[(xs >= 0.015625) & (xs <= 64)]
+    y = t(torch.from_numpy(xs).bfloat16())
+    ybits = y.view(torch.int16).numpy().view(np.uint16)
+    ok = _correctly_rounded_bf16(1.0 / xs.astype(np.float64), ybits)
+    assert ok.all(), f"{(~ok).sum()} bf16 inputs not correctly rounded, e.g. x={xs[~ok][:5]}"
+    with pytest.raises(pwpa.PwpaError, match="log breakpoints need a finite positive range"):
+        pwpa.fit("tanh", breakpoints="log")

@@ -283,6 +283,10 @@ enum PlacementArg {
     Uniform,
     /// Breakpoints moved until the pieces' errors equalise.
     Adaptive,
+    /// Pieces of equal relative width on a positive range (equally spaced f32 bit
+    /// patterns; P rounds down to what a power-of-two step gives): reciprocal, rsqrt,
+    /// sqrt, log.
+    Log,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -320,6 +324,7 @@ fn placement_arg(p: Placement) -> PlacementArg {
     match p {
         Placement::Uniform => PlacementArg::Uniform,
         Placement::Adaptive => PlacementArg::Adaptive,
+        Placement::Log => PlacementArg::Log,
     }
 }
 
@@ -449,6 +454,7 @@ impl FitArgs {
             placement: match self.breakpoints {
                 PlacementArg::Uniform => Placement::Uniform,
                 PlacementArg::Adaptive => Placement::Adaptive,
+                PlacementArg::Log => Placement::Log,
             },
             measure: match self.error {
                 MeasureArg::Abs => ErrorMeasure::Absolute,

@@ -436,6 +436,63 @@ fn fit_writes_a_table_and_reports() {
     assert!(stdout(&o).contains("partitions:  16"));
 }
 
+/// `--breakpoints log`: interior points equally spaced in f32 bit patterns (a
+/// power-of-two step from the range's start), the last one the range's end, and a
+/// bf16-exact fit correctly rounded on every bf16 input of the range (against 1/x in f64).
+#[test]
+fn fit_with_log_breakpoints() {
+    let d = Dir::new();
+    let out = d.path("rcp.json");
+    let o = pwpa(&[
+        "fit",
+        "reciprocal",
+        "--exact",
+        "bf16",
+        "-D",
+        "3",
+        "--breakpoints",
+        "log",
+        "-o",
+        p(&out),
+    ]);
+    ok(&o);
+    assert!(stderr(&o).contains("(log breakpoints)") || stdout(&o).contains("(log breakpoints)"));
+    let t = pwpa::format::load(&out).unwrap();
+    let b = t.breakpoints();
+    let k = b.log_shift().expect("log-spaced");
+    let np = b.partitions();
+    assert_eq!((b.lo(), b.hi()), (0.015625, 64.0));
+    for i in 1..np {
+        assert_eq!(
+            (b.point(i) as f32).to_bits(),
+            0.015625f32.to_bits() + ((i as u32) << k)
+        );
+    }
+    let mut checked = 0;
+    for bits in 0..=u16::MAX {
+        let x = pwpa::bf16::from_bits(bits);
+        let xf = x.to_f32();
+        if !(0.015625..=64.0).contains(&xf) {
+            continue;
+        }
+        let want = 1.0 / xf as f64;
+        let got: pwpa::bf16 = t.eval(x);
+        // Correctly rounded: no bf16 value nearer to 1/x than the result.
+        let g = got.to_f32() as f64;
+        let (up, dn) = (
+            pwpa::bf16::from_bits(got.to_bits() + 1).to_f32() as f64,
+            pwpa::bf16::from_bits(got.to_bits() - 1).to_f32() as f64,
+        );
+        let e = (g - want).abs();
+        assert!(
+            e <= (up - want).abs() && e <= (dn - want).abs(),
+            "x = {xf}: {g} for {want}"
+        );
+        checked += 1;
+    }
+    assert!(checked > 1500, "{checked}");
+}
+
 #[test]
 fn info_json_names_infinite_locations_of_nan_results() {
     // A degree-2 table with a zero leading coefficient and extend tails gives NaN at ±Inf
@@ -1790,6 +1847,12 @@ fn fit_edge_cases_fail_cleanly() {
     fails(
         &pwpa(&["fit", "sigmoid", "--exp-tails-at-ends", "-o", p(&out)]),
         &["--exp-tails-at-ends", "--exp-tails"],
+        &[&out],
+    );
+    // Log-spaced breakpoints need a positive range.
+    fails(
+        &pwpa(&["fit", "tanh", "--breakpoints", "log", "-o", p(&out)]),
+        &["log breakpoints need a finite positive range", "-10"],
         &[&out],
     );
     // A function beyond f32's range.

@@ -65,6 +65,62 @@ impl Breakpoints {
         Ok(b)
     }
 
+    /// Log-spaced breakpoints on a positive range: the interior points are equally
+    /// spaced in f32 bit patterns, `b_i = from_bits(bits(lo) + i·2^k)` for
+    /// `1 ≤ i < P`, and `b_P = hi`; `2^k` is the smallest power of two whose steps
+    /// cover `[lo, hi]` in at most `partitions` pieces, so P may come out smaller than
+    /// asked. Every piece but the last spans the same number of floats (2^(23−k) pieces
+    /// per octave, pieces of equal relative width), and the index of an in-range x is
+    /// `min((bits(x) − bits(lo)) >> k, P − 1)` ([`Breakpoints::log_shift`]): the
+    /// CPU's AVX-512 kernel computes it without a search.
+    pub fn log(lo: f32, hi: f32, partitions: usize) -> Result<Self> {
+        if !(lo > 0.0 && lo.is_finite() && hi.is_finite() && hi > lo) {
+            return Err(Error::InvalidArgument(format!(
+                "log breakpoints need a finite positive range 0 < lo < hi, got [{}, {}]",
+                crate::metrics::Num(lo as f64),
+                crate::metrics::Num(hi as f64)
+            )));
+        }
+        if partitions == 0 {
+            return Err(Error::ZeroPartitions);
+        }
+        let span = (hi.to_bits() - lo.to_bits()) as u64;
+        // The smallest k with ceil(span / 2^k) <= partitions.
+        let mut k = 0u32;
+        while span.div_ceil(1u64 << k) > partitions as u64 {
+            k += 1;
+        }
+        let p = span.div_ceil(1u64 << k) as usize;
+        let mut points: Vec<f32> = (0..p)
+            .map(|i| f32::from_bits(lo.to_bits() + ((i as u64) << k) as u32))
+            .collect();
+        points.push(hi);
+        Breakpoints::arbitrary(points)
+    }
+
+    /// `Some(k)` when these are log-spaced breakpoints as [`Breakpoints::log`] makes
+    /// them (arbitrary, b_0 > 0, interior points `bits(b_0) + i·2^k`, b_P within the
+    /// last step), so that `min((bits(x) − bits(b_0)) >> k, P − 1)` is the index of
+    /// every x in `[b_0, b_P]`; `None` otherwise (one piece included).
+    pub fn log_shift(&self) -> Option<u32> {
+        let Breakpoints::Arbitrary(pts) = self else {
+            return None;
+        };
+        let p = pts.len().checked_sub(1)?;
+        if p < 2 || pts[0].is_nan() || pts[0] <= 0.0 || !pts[p].is_finite() {
+            return None;
+        }
+        let b0 = pts[0].to_bits();
+        let step = pts[1].to_bits().checked_sub(b0)?;
+        if !step.is_power_of_two() {
+            return None;
+        }
+        let k = step.trailing_zeros();
+        let on_grid = (1..p).all(|i| pts[i].to_bits() as u64 == b0 as u64 + ((i as u64) << k));
+        let last_ok = pts[p].to_bits() as u64 <= b0 as u64 + ((p as u64) << k);
+        (on_grid && last_ok).then_some(k)
+    }
+
     /// Checks P ≥ 1, finiteness and strict increase.
     pub fn validate(&self) -> Result<()> {
         match self {

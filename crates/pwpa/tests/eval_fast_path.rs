@@ -137,6 +137,15 @@ fn random_table(seed: u64, p: usize, d: usize, uniform: bool) -> Table {
     let hi = lo + rng.random_range(0.01..8.0f32) * scale;
     let b = if uniform {
         Breakpoints::uniform(lo, hi, p).unwrap()
+    } else if p >= 2 && rng.random_range(0..4) == 0 {
+        // Log-spaced (equal steps of f32 bit patterns from a positive b_0: the AVX-512
+        // kernel's computed index); P may come out smaller than asked.
+        let l = f32::from_bits(rng.random_range(1..0x7E00_0000u32));
+        let h =
+            f32::from_bits(l.to_bits() + rng.random_range(p as u32..0x0400_0000u32)).min(f32::MAX);
+        let b = Breakpoints::log(l, h, p).unwrap();
+        assert!(b.log_shift().is_some(), "{b:?}");
+        b
     } else {
         let mut pts: Vec<f32> = match rng.random_range(0..3) {
             // Random points.
@@ -169,6 +178,7 @@ fn random_table(seed: u64, p: usize, d: usize, uniform: bool) -> Table {
         pts.truncate(p + 1);
         Breakpoints::arbitrary(pts).unwrap()
     };
+    let p = b.partitions();
     let anchors = match rng.random_range(0..3) {
         0 => vec![0.0; p],
         1 => Table::midpoint_anchors(&b),
@@ -820,4 +830,121 @@ fn packed_exp2_tails_equal_oracle() {
             }
         }
     }
+}
+
+/// Log-spaced breakpoints ([`Breakpoints::log`]), whose index the AVX-512 kernel computes
+/// from the input's bits: every register width and the row loads (P from 2 to 600),
+/// ranges from subnormal b_0 to f32::MAX, the last piece shorter than a step, and every
+/// 16-bit input through every kernel.
+#[test]
+fn log_spaced_tables_equal_oracle() {
+    let ranges: [(f32, f32); 6] = [
+        (0.015625, 64.0),
+        (1.0, 1.5),
+        (f32::from_bits(1), 1e-30),
+        (1e-20, f32::MAX),
+        (3.0, 7.0),
+        (0.5, 2.0e6),
+    ];
+    let mut case = 0u64;
+    for (lo, hi) in ranges {
+        for p in [2, 3, 16, 17, 24, 33, 48, 65, 130, 257, 600] {
+            for d in [0, 1, 3, 4, 7] {
+                case += 1;
+                let b = Breakpoints::log(lo, hi, p).unwrap();
+                let k = b.log_shift().expect("log_shift of Breakpoints::log");
+                let np = b.partitions();
+                // The smallest power-of-two step that gives at most P pieces.
+                let span = (hi.to_bits() - lo.to_bits()) as u64;
+                assert!(np <= p, "P {p} -> {np}");
+                assert!(
+                    k == 0 || span.div_ceil(1 << (k - 1)) > p as u64,
+                    "P {p}, k {k}"
+                );
+                let mut rng = StdRng::seed_from_u64(case);
+                // Every interior point is b_0's bits plus i steps; b_P = hi.
+                for i in 1..np {
+                    assert_eq!(
+                        b.point(i) as f32,
+                        f32::from_bits(lo.to_bits() + (i << k) as u32)
+                    );
+                }
+                assert_eq!(b.hi(), hi);
+                let anchors = Table::midpoint_anchors(&b);
+                let coeffs = (0..np * (d + 1))
+                    .map(|_| rng.random_range(-2.0..2.0f32))
+                    .collect();
+                let left = [
+                    Tail::Clamp,
+                    Tail::Constant {
+                        value: f32::INFINITY,
+                    },
+                ][case as usize % 2]
+                    .clone();
+                let t = Table::new(b, d, anchors, coeffs, left, Tail::Extend).unwrap();
+                check_table(&t, case, 300).unwrap();
+            }
+        }
+    }
+    // Every 16-bit input, bf16 and f16, into f32 (catalogue-like ranges).
+    let all16: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+    let allb: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+    for (lo, hi, p) in [(0.015625f32, 64.0f32, 48usize), (1e-3, 6e4, 130)] {
+        let b = Breakpoints::log(lo, hi, p).unwrap();
+        let np = b.partitions();
+        let anchors = Table::midpoint_anchors(&b);
+        let coeffs = (0..np * 4).map(|i| (i % 7) as f32 * 0.25 - 0.7).collect();
+        let t = Table::new(
+            b,
+            3,
+            anchors,
+            coeffs,
+            Tail::Clamp,
+            Tail::Constant { value: 0.0 },
+        )
+        .unwrap();
+        for ev in evaluators(&t, &[Parallelism::Sequential]) {
+            check_all_outputs(&ev, &t, &all16).unwrap();
+            check_all_outputs(&ev, &t, &allb).unwrap();
+        }
+    }
+}
+
+/// What `Breakpoints::log` refuses, and what `log_shift` does not take for log-spaced.
+#[test]
+fn log_breakpoints_edges() {
+    for (lo, hi) in [
+        (0.0f32, 1.0f32),
+        (-1.0, 1.0),
+        (2.0, 1.0),
+        (1.0, f32::INFINITY),
+        (f32::NAN, 1.0),
+    ] {
+        let e = Breakpoints::log(lo, hi, 8).unwrap_err().to_string();
+        assert!(
+            e.contains("log breakpoints need a finite positive range"),
+            "{e}"
+        );
+    }
+    assert!(Breakpoints::log(1.0, 2.0, 0).is_err());
+    // One octave in 2^k steps: P = 8 gives k = 20.
+    let b = Breakpoints::log(1.0, 2.0, 8).unwrap();
+    assert_eq!((b.partitions(), b.log_shift()), (8, Some(20)));
+    // Asking for 12 gives the same 8 (a power-of-two step).
+    assert_eq!(Breakpoints::log(1.0, 2.0, 12).unwrap().partitions(), 8);
+    // Not log-spaced: uniform, arbitrary off the grid, a negative b_0, one piece.
+    assert_eq!(Breakpoints::uniform(1.0, 2.0, 8).unwrap().log_shift(), None);
+    let off = Breakpoints::arbitrary(vec![1.0, 1.25, 1.5, 1.7, 2.0]).unwrap();
+    assert_eq!(off.log_shift(), None);
+    let on = Breakpoints::arbitrary(vec![1.0, 1.25, 1.5, 1.75, 2.0]).unwrap();
+    assert_eq!(on.log_shift(), Some(21));
+    let neg = Breakpoints::arbitrary(vec![-1.0, 1.0, 2.0]).unwrap();
+    assert_eq!(neg.log_shift(), None);
+    assert_eq!(
+        Breakpoints::arbitrary(vec![1.0, 2.0]).unwrap().log_shift(),
+        None
+    );
+    // A last point beyond one step past b_{P-1} is not on the grid.
+    let far = Breakpoints::arbitrary(vec![1.0, 1.5, 4.0]).unwrap();
+    assert_eq!(far.log_shift(), None);
 }

@@ -651,7 +651,10 @@ def fit(
         given degree (partitions is not used); with vary_degree=True, partitions is the fixed
         P and D = 0, 1, ... is tried up to max_degree (degree is not used); with exact, the
         search over P starts at min(partitions, 8) for the given degree.
-    method: 'minimax' or 'lsq'. breakpoints: 'adaptive' or 'uniform'.
+    method: 'minimax' or 'lsq'. breakpoints: 'adaptive', 'uniform' or 'log' (pieces of
+        equal relative width on a positive range, for reciprocal, rsqrt, sqrt, log: equal
+        power-of-two steps of f32 bit patterns, so P rounds down, and the CPU finds the
+        piece without a search).
     error: 'abs' or 'rel' — the measure max_error and the fit use.
     max_error: smallest P (or D, with vary_degree=True) meeting this error.
     exact: 'bf16' or 'f16': correctly rounded for every input of that type in the range

@@ -277,6 +277,12 @@ struct Ctx<'a> {
     ah: __m512,
     /// Non-temporal stores of full f32 vectors (see [`NT_MIN`]).
     nt: bool,
+    /// Log-spaced breakpoints (`Prepared::log_shift`, run by the UNIFORM kernels): the
+    /// index is `min((bits(x) − bits(b_0)) >> k, P − 1)`, with `lo_bits` = bits(b_0)
+    /// and `kshift` = k.
+    log: bool,
+    lo_bits: __m512i,
+    kshift: __m128i,
 }
 
 #[inline(always)]
@@ -622,10 +628,20 @@ unsafe fn step<
         });
         let mut idx = if UNIFORM {
             let mut idx = [_mm512_setzero_si512(); K];
-            each!(K, |v| {
-                let u = _mm512_mul_ps(_mm512_sub_ps(xs[v], c.lo), c.inv);
-                idx[v] = _mm512_cvttps_epi32(_mm512_min_ps(u, c.pmax));
-            });
+            // (The branch tests a loop invariant.)
+            if c.log {
+                // Log-spaced breakpoints: x (b_0 for lanes outside the range and NaN)
+                // is ≥ b_0 > 0, so its bits are ordered and the difference is exact.
+                each!(K, |v| {
+                    let d = _mm512_sub_epi32(_mm512_castps_si512(xs[v]), c.lo_bits);
+                    idx[v] = _mm512_min_epu32(_mm512_srl_epi32(d, c.kshift), c.pmax_i);
+                });
+            } else {
+                each!(K, |v| {
+                    let u = _mm512_mul_ps(_mm512_sub_ps(xs[v], c.lo), c.inv);
+                    idx[v] = _mm512_cvttps_epi32(_mm512_min_ps(u, c.pmax));
+                });
+            }
             idx
         } else if W == 0 {
             // Arbitrary breakpoints with P > 256: the lookup grid's cell in SIMD, the
@@ -736,6 +752,9 @@ unsafe fn kernel<
         a0: _mm512_set1_ps(pr.anchor_affine.map_or(0.0, |a| a.0)),
         ah: _mm512_set1_ps(pr.anchor_affine.map_or(0.0, |a| a.1)),
         nt: false,
+        log: UNIFORM && pr.log_shift.is_some(),
+        lo_bits: _mm512_set1_epi32(pr.lo.to_bits() as i32),
+        kshift: _mm_cvtsi32_si128(pr.log_shift.unwrap_or(0) as i32),
     };
     // Large f32 outputs: the elements before the first 64-byte boundary of `dst` as one
     // partial vector, then every full vector's store is aligned and non-temporal (no
@@ -798,7 +817,8 @@ unsafe fn by_layout<const TI: u8, const TO: u8>(
 ) {
     // SAFETY: forwarded contract of `run`.
     unsafe {
-        match (pr.uniform, plan(pr)) {
+        // Log-spaced breakpoints take the uniform kernels (their index is computed too).
+        match (pr.uniform || pr.log_shift.is_some(), plan(pr)) {
             (true, (16, _)) => kernel::<TI, TO, true, 16, false>(pr, src, dst, n),
             (true, (32, _)) => kernel::<TI, TO, true, 32, false>(pr, src, dst, n),
             (true, (64, _)) => kernel::<TI, TO, true, 64, false>(pr, src, dst, n),

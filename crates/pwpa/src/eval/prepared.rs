@@ -84,6 +84,10 @@ pub(crate) struct Prepared {
     pub hi: f32,
     /// Uniform breakpoints?
     pub uniform: bool,
+    /// Log-spaced breakpoints ([`crate::Breakpoints::log_shift`]): `Some(k)`, the index
+    /// of an in-range x is `min((bits(x) − bits(b_0)) >> k, P − 1)` (the AVX-512
+    /// kernel's; the others search as for any arbitrary breakpoints).
+    pub log_shift: Option<u32>,
     /// Uniform: the exact `inv_step` of the convention.
     pub inv_step: f32,
     /// Uniform: `(P - 1) as f32` (exact), the clamp applied before truncation.
@@ -270,6 +274,7 @@ impl Prepared {
             // One piece: the index is 0 whatever the breakpoint kind, so the uniform
             // rule (inv_step 0 for arbitrary points, P - 1 = 0) finds it without a search.
             uniform: b.is_uniform() || p == 1,
+            log_shift: if p > 1 { b.log_shift() } else { None },
             inv_step: b.inv_step(),
             pmax_f: (p - 1) as f32,
             ext: Vec::new(),

@@ -37,6 +37,11 @@ pub enum Placement {
     Uniform,
     /// Moved until the pieces' errors equalise ([`Breakpoints::Arbitrary`]).
     Adaptive,
+    /// Equally spaced in f32 bit patterns on a positive range ([`Breakpoints::log`]):
+    /// pieces of equal relative width, for reciprocal, rsqrt, sqrt, log and other
+    /// functions of scale. Stored as arbitrary breakpoints; the CPU finds the piece
+    /// from the input's bits without a search.
+    Log,
 }
 
 /// Error measure.
@@ -866,6 +871,7 @@ pub fn fit_function(
         match opts.placement {
             Placement::Uniform => "uniform",
             Placement::Adaptive => "adaptive",
+            Placement::Log => "log",
         }
         .into(),
     );
@@ -1020,6 +1026,10 @@ fn build(ctx: &Ctx, p: usize, d: usize, progress: &dyn Fn(Progress)) -> Result<P
             place::fit_pieces(ctx, bps, d)
         }
         Placement::Adaptive => place::adaptive(ctx, p, d, progress)?,
+        Placement::Log => {
+            let bps = Breakpoints::log(ctx.lo, ctx.hi, p)?;
+            place::fit_pieces(ctx, bps, d)
+        }
     };
     // (A cancelled fit's pieces are placeholders.)
     ctx.check()?;
@@ -1790,6 +1800,8 @@ impl std::fmt::Display for FitOutcome {
             self.degree,
             if self.table.breakpoints().is_uniform() {
                 "uniform"
+            } else if self.table.breakpoints().log_shift().is_some() {
+                "log"
             } else {
                 "adaptive"
             }
