@@ -96,6 +96,9 @@ pub struct Summary {
     partitions: usize,
     degree: usize,
     breakpoints: &'static str,
+    /// Log-spaced arbitrary breakpoints (`Breakpoints::log_shift`): k, for the text.
+    #[serde(skip)]
+    log_shift: Option<u32>,
     range: [f32; 2],
     left_tail: String,
     right_tail: String,
@@ -135,6 +138,7 @@ impl Summary {
             } else {
                 "arbitrary"
             },
+            log_shift: b.log_shift(),
             range: [b.lo(), b.hi()],
             left_tail: tail_spec(table.left_tail()),
             right_tail: tail_spec(table.right_tail()),
@@ -150,10 +154,14 @@ impl Summary {
 
     fn text(&self) -> String {
         format!(
-            "function:    {}\npartitions:  {} ({} breakpoints) on [{}, {}]\ndegree:      {}\ntails:       left {}, right {}\nlayout:      {}\nbytes:       {} (coefficients {}, anchors {}, breakpoints {})\n",
+            "function:    {}\npartitions:  {} ({} breakpoints{}) on [{}, {}]\ndegree:      {}\ntails:       left {}, right {}\nlayout:      {}\nbytes:       {} (coefficients {}, anchors {}, breakpoints {})\n",
             self.function.as_deref().unwrap_or("(none recorded)"),
             self.partitions,
             self.breakpoints,
+            match self.log_shift {
+                Some(k) => format!(", log-spaced: 2^{k} floats per piece"),
+                None => String::new(),
+            },
             Num(self.range[0] as f64),
             Num(self.range[1] as f64),
             self.degree,

@@ -462,6 +462,13 @@ fn fit_with_log_breakpoints() {
     let k = b.log_shift().expect("log-spaced");
     let np = b.partitions();
     assert_eq!((b.lo(), b.hi()), (0.015625, 64.0));
+    let o = pwpa(&["info", p(&out), "--no-report"]);
+    ok(&o);
+    assert!(
+        stdout(&o).contains(&format!("log-spaced: 2^{k} floats per piece")),
+        "{}",
+        stdout(&o)
+    );
     for i in 1..np {
         assert_eq!(
             (b.point(i) as f32).to_bits(),
