@@ -84,6 +84,12 @@ impl Breakpoints {
         if partitions == 0 {
             return Err(Error::ZeroPartitions);
         }
+        if partitions > MAX_PARTITIONS {
+            return Err(Error::TooManyPartitions {
+                partitions,
+                max: MAX_PARTITIONS,
+            });
+        }
         let span = (hi.to_bits() - lo.to_bits()) as u64;
         // The smallest k with ceil(span / 2^k) <= partitions.
         let mut k = 0u32;
