@@ -72,7 +72,7 @@ impl Breakpoints {
     /// asked. Every piece but the last spans the same number of floats (2^(23−k) pieces
     /// per octave, pieces of equal relative width), and the index of an in-range x is
     /// `min((bits(x) − bits(lo)) >> k, P − 1)` ([`Breakpoints::log_shift`]): the
-    /// CPU's AVX-512 kernel computes it without a search.
+    /// CPU's AVX-512 kernel computes it without a search (P ≤ 64).
     pub fn log(lo: f32, hi: f32, partitions: usize) -> Result<Self> {
         if !(lo > 0.0 && lo.is_finite() && hi.is_finite() && hi > lo) {
             return Err(Error::InvalidArgument(format!(

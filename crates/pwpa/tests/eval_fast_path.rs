@@ -928,7 +928,9 @@ fn log_breakpoints_edges() {
     }
     assert!(Breakpoints::log(1.0, 2.0, 0).is_err());
     // More pieces than a table may have: refused before anything is built.
-    let e = Breakpoints::log(1e-30, 1e30, usize::MAX).unwrap_err().to_string();
+    let e = Breakpoints::log(1e-30, 1e30, usize::MAX)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("more than the limit"), "{e}");
     // One octave in 2^k steps: P = 8 gives k = 20.
     let b = Breakpoints::log(1.0, 2.0, 8).unwrap();

@@ -277,10 +277,9 @@ struct Ctx<'a> {
     ah: __m512,
     /// Non-temporal stores of full f32 vectors (see [`NT_MIN`]).
     nt: bool,
-    /// Log-spaced breakpoints (`Prepared::log_shift`, run by the UNIFORM kernels): the
-    /// index is `min((bits(x) − bits(b_0)) >> k, P − 1)`, with `lo_bits` = bits(b_0)
-    /// and `kshift` = k.
-    log: bool,
+    /// Log-spaced breakpoints (`Prepared::log_shift`, the kernels with LOG): the index
+    /// is `min((bits(x) − bits(b_0)) >> k, P − 1)`, with `lo_bits` = bits(b_0) and
+    /// `kshift` = k.
     lo_bits: __m512i,
     kshift: __m128i,
 }
@@ -594,6 +593,7 @@ unsafe fn step<
     const UNIFORM: bool,
     const W: usize,
     const ROWS: bool,
+    const LOG: bool,
     const K: usize,
 >(
     c: &Ctx<'_>,
@@ -628,8 +628,7 @@ unsafe fn step<
         });
         let mut idx = if UNIFORM {
             let mut idx = [_mm512_setzero_si512(); K];
-            // (The branch tests a loop invariant.)
-            if c.log {
+            if LOG {
                 // Log-spaced breakpoints: x (b_0 for lanes outside the range and NaN)
                 // is ≥ b_0 > 0, so its bits are ordered and the difference is exact.
                 each!(K, |v| {
@@ -722,6 +721,7 @@ unsafe fn kernel<
     const UNIFORM: bool,
     const W: usize,
     const ROWS: bool,
+    const LOG: bool,
 >(
     pr: &Prepared,
     src: *const u8,
@@ -752,7 +752,6 @@ unsafe fn kernel<
         a0: _mm512_set1_ps(pr.anchor_affine.map_or(0.0, |a| a.0)),
         ah: _mm512_set1_ps(pr.anchor_affine.map_or(0.0, |a| a.1)),
         nt: false,
-        log: UNIFORM && pr.log_shift.is_some(),
         lo_bits: _mm512_set1_epi32(pr.lo.to_bits() as i32),
         kshift: _mm_cvtsi32_si128(pr.log_shift.unwrap_or(0) as i32),
     };
@@ -765,7 +764,9 @@ unsafe fn kernel<
         let head = (((64 - dst as usize % 64) % 64) / 4).min(n);
         if head > 0 {
             // SAFETY: the first `head` < 16 elements are below n.
-            unsafe { step::<TI, TO, UNIFORM, W, ROWS, 1>(&c, src, dst, 0, [(1u16 << head) - 1]) };
+            unsafe {
+                step::<TI, TO, UNIFORM, W, ROWS, LOG, 1>(&c, src, dst, 0, [(1u16 << head) - 1])
+            };
             let isz = if TI == F32 { 4 } else { 2 };
             // SAFETY: head ≤ n elements of each buffer.
             (src, dst, n) = unsafe { (src.add(head * isz), dst.add(head * 4), n - head) };
@@ -783,13 +784,17 @@ unsafe fn kernel<
     if !UNIFORM && W >= 32 {
         while done + 4 <= full {
             // SAFETY: 64 elements at done * 16 are below n.
-            unsafe { step::<TI, TO, UNIFORM, W, ROWS, 4>(&c, src, dst, done * 16, [0xFFFF; 4]) };
+            unsafe {
+                step::<TI, TO, UNIFORM, W, ROWS, LOG, 4>(&c, src, dst, done * 16, [0xFFFF; 4])
+            };
             done += 4;
         }
     } else {
         while done + 2 <= full {
             // SAFETY: 32 elements at done * 16 are below n.
-            unsafe { step::<TI, TO, UNIFORM, W, ROWS, 2>(&c, src, dst, done * 16, [0xFFFF; 2]) };
+            unsafe {
+                step::<TI, TO, UNIFORM, W, ROWS, LOG, 2>(&c, src, dst, done * 16, [0xFFFF; 2])
+            };
             done += 2;
         }
     }
@@ -800,7 +805,7 @@ unsafe fn kernel<
             (1u16 << (n % 16)) - 1
         };
         // SAFETY: the lanes of m at v * 16 are below n.
-        unsafe { step::<TI, TO, UNIFORM, W, ROWS, 1>(&c, src, dst, v * 16, [m]) };
+        unsafe { step::<TI, TO, UNIFORM, W, ROWS, LOG, 1>(&c, src, dst, v * 16, [m]) };
     }
     if c.nt {
         // Non-temporal stores are weakly ordered: fence them before the caller (or
@@ -817,22 +822,34 @@ unsafe fn by_layout<const TI: u8, const TO: u8>(
 ) {
     // SAFETY: forwarded contract of `run`.
     unsafe {
-        // Log-spaced breakpoints take the uniform kernels (their index is computed too).
-        match (pr.uniform || pr.log_shift.is_some(), plan(pr)) {
-            (true, (16, _)) => kernel::<TI, TO, true, 16, false>(pr, src, dst, n),
-            (true, (32, _)) => kernel::<TI, TO, true, 32, false>(pr, src, dst, n),
-            (true, (64, _)) => kernel::<TI, TO, true, 64, false>(pr, src, dst, n),
-            (true, (128, _)) => kernel::<TI, TO, true, 128, false>(pr, src, dst, n),
-            (true, (256, false)) => kernel::<TI, TO, true, 256, false>(pr, src, dst, n),
+        // Log-spaced breakpoints with P ≤ 64: the uniform kernels with the index computed
+        // from the bits (LOG). Larger ones search as other arbitrary breakpoints do: their
+        // wider register lookups cost more than the search saves (log 96×3 47 cycles per
+        // 16 elements against 42 for the adaptive 27×3, session 30), and every LOG
+        // kernel is another instantiation.
+        if pr.log_shift.is_some() && !pr.uniform {
+            match plan(pr) {
+                (16, _) => return kernel::<TI, TO, true, 16, false, true>(pr, src, dst, n),
+                (32, _) => return kernel::<TI, TO, true, 32, false, true>(pr, src, dst, n),
+                (64, _) => return kernel::<TI, TO, true, 64, false, true>(pr, src, dst, n),
+                _ => {}
+            }
+        }
+        match (pr.uniform, plan(pr)) {
+            (true, (16, _)) => kernel::<TI, TO, true, 16, false, false>(pr, src, dst, n),
+            (true, (32, _)) => kernel::<TI, TO, true, 32, false, false>(pr, src, dst, n),
+            (true, (64, _)) => kernel::<TI, TO, true, 64, false, false>(pr, src, dst, n),
+            (true, (128, _)) => kernel::<TI, TO, true, 128, false, false>(pr, src, dst, n),
+            (true, (256, false)) => kernel::<TI, TO, true, 256, false, false>(pr, src, dst, n),
             // Uniform row loads need no register width.
-            (true, _) => kernel::<TI, TO, true, 0, true>(pr, src, dst, n),
-            (false, (16, _)) => kernel::<TI, TO, false, 16, false>(pr, src, dst, n),
-            (false, (32, _)) => kernel::<TI, TO, false, 32, false>(pr, src, dst, n),
-            (false, (64, _)) => kernel::<TI, TO, false, 64, false>(pr, src, dst, n),
-            (false, (128, _)) => kernel::<TI, TO, false, 128, false>(pr, src, dst, n),
-            (false, (256, false)) => kernel::<TI, TO, false, 256, false>(pr, src, dst, n),
-            (false, (256, true)) => kernel::<TI, TO, false, 256, true>(pr, src, dst, n),
-            (false, _) => kernel::<TI, TO, false, 0, true>(pr, src, dst, n),
+            (true, _) => kernel::<TI, TO, true, 0, true, false>(pr, src, dst, n),
+            (false, (16, _)) => kernel::<TI, TO, false, 16, false, false>(pr, src, dst, n),
+            (false, (32, _)) => kernel::<TI, TO, false, 32, false, false>(pr, src, dst, n),
+            (false, (64, _)) => kernel::<TI, TO, false, 64, false, false>(pr, src, dst, n),
+            (false, (128, _)) => kernel::<TI, TO, false, 128, false, false>(pr, src, dst, n),
+            (false, (256, false)) => kernel::<TI, TO, false, 256, false, false>(pr, src, dst, n),
+            (false, (256, true)) => kernel::<TI, TO, false, 256, true, false>(pr, src, dst, n),
+            (false, _) => kernel::<TI, TO, false, 0, true, false>(pr, src, dst, n),
         }
     }
 }

@@ -86,7 +86,8 @@ pub(crate) struct Prepared {
     pub uniform: bool,
     /// Log-spaced breakpoints ([`crate::Breakpoints::log_shift`]): `Some(k)`, the index
     /// of an in-range x is `min((bits(x) − bits(b_0)) >> k, P − 1)` (the AVX-512
-    /// kernel's; the others search as for any arbitrary breakpoints).
+    /// kernel's for P ≤ 64; the others, and larger tables, search as for any arbitrary
+    /// breakpoints).
     pub log_shift: Option<u32>,
     /// Uniform: the exact `inv_step` of the convention.
     pub inv_step: f32,

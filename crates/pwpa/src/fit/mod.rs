@@ -40,7 +40,7 @@ pub enum Placement {
     /// Equally spaced in f32 bit patterns on a positive range ([`Breakpoints::log`]):
     /// pieces of equal relative width, for reciprocal, rsqrt, sqrt, log and other
     /// functions of scale. Stored as arbitrary breakpoints; the CPU finds the piece
-    /// from the input's bits without a search.
+    /// from the input's bits without a search (up to 64 pieces).
     Log,
 }
 
