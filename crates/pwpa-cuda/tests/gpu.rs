@@ -106,6 +106,58 @@ fn random_f32_inputs_match_cpu() {
     }
 }
 
+/// Log breakpoints (`pwpa::Breakpoints::log`: equal power-of-two steps of f32 bit patterns
+/// on a positive range, the CPU set's reciprocal, rsqrt, sqrt and log tables): the
+/// ordered-key grid on the device, bit for bit against the CPU oracle, f32 inputs (random,
+/// specials, every breakpoint's neighbours) to f32 and bf16, and every bf16 and f16 input
+/// for the catalogue-like table. Added in session 30, when no device time was left: not yet
+/// run on a GPU.
+#[test]
+fn log_breakpoint_tables_match_cpu() {
+    let Some(b) = backend() else { return };
+    let mut r = Rng(31);
+    let cases: [(f32, f32, usize, usize); 5] = [
+        (0.015625, 64.0, 24, 4),
+        (0.015625, 64.0, 48, 3),
+        (1e-3, 6e4, 130, 2),
+        (f32::from_bits(1), 1e-30, 17, 3),
+        (1e-20, f32::MAX, 600, 1),
+    ];
+    for (k, (lo, hi, p, d)) in cases.into_iter().enumerate() {
+        let bps = pwpa::Breakpoints::log(lo, hi, p).unwrap();
+        assert!(bps.log_shift().is_some());
+        let np = bps.partitions();
+        let anchors = Table::midpoint_anchors(&bps);
+        let coeffs = (0..np * (d + 1))
+            .map(|_| r.range(-2.0, 2.0) as f32)
+            .collect();
+        let left = pwpa::Tail::Constant {
+            value: f32::INFINITY,
+        };
+        let right = [pwpa::Tail::Extend, pwpa::Tail::Clamp][k % 2].clone();
+        let t = Table::new(bps, d, anchors, coeffs, left, right).unwrap();
+        let ct = CudaTable::new(&b, &t).unwrap();
+        let mut xs = random_inputs(&mut r, &t, 1 << 16);
+        xs.extend(common::special_inputs(&t));
+        for x in xs.iter_mut().step_by(3) {
+            *x = r.range(lo as f64 * 0.5, (hi as f64).min(1e38) * 1.5) as f32;
+        }
+        let what = format!("log breakpoints [{lo:e}, {hi:e}] P={np} D={d}");
+        let y: Vec<f32> = ct.eval_host(&xs).unwrap();
+        assert_bits(&t, &xs, &y, &format!("{what}, f32->f32"));
+        let y: Vec<bf16> = ct.eval_host(&xs).unwrap();
+        assert_bits(&t, &xs, &y, &format!("{what}, f32->bf16"));
+        if k == 0 {
+            let bfs: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+            let hfs: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+            let bx: Vec<f32> = bfs.iter().map(|v| v.to_f32()).collect();
+            let hx: Vec<f32> = hfs.iter().map(|v| v.to_f32()).collect();
+            check_exhaustive16(&b, &t, &bfs, &bx);
+            check_exhaustive16(&b, &t, &hfs, &hx);
+        }
+    }
+}
+
 /// Launches that depend on each other, queued on one stream without a host wait: each
 /// reads the previous launch's output, and some overwrite a buffer that the launch before
 /// them read. With programmatic dependent launch (kernels/pdl.cuh: a kernel may start, and
