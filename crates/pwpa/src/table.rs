@@ -81,15 +81,7 @@ impl Breakpoints {
                 crate::metrics::Num(hi as f64)
             )));
         }
-        if partitions == 0 {
-            return Err(Error::ZeroPartitions);
-        }
-        if partitions > MAX_PARTITIONS {
-            return Err(Error::TooManyPartitions {
-                partitions,
-                max: MAX_PARTITIONS,
-            });
-        }
+        check_partitions(partitions)?;
         let span = (hi.to_bits() - lo.to_bits()) as u64;
         // The smallest k with ceil(span / 2^k) <= partitions.
         let mut k = 0u32;
@@ -131,15 +123,7 @@ impl Breakpoints {
     pub fn validate(&self) -> Result<()> {
         match self {
             Breakpoints::Uniform { lo, hi, partitions } => {
-                if *partitions == 0 {
-                    return Err(Error::ZeroPartitions);
-                }
-                if *partitions > MAX_PARTITIONS {
-                    return Err(Error::TooManyPartitions {
-                        partitions: *partitions,
-                        max: MAX_PARTITIONS,
-                    });
-                }
+                check_partitions(*partitions)?;
                 for (what, v) in [("lo", *lo), ("hi", *hi)] {
                     if !v.is_finite() {
                         return Err(Error::InvalidArgument(format!(
@@ -269,6 +253,20 @@ impl Breakpoints {
             Breakpoints::Arbitrary(p) => arbitrary_index(p, x),
         }
     }
+}
+
+/// P ≥ 1 and at most [`MAX_PARTITIONS`].
+pub(crate) fn check_partitions(partitions: usize) -> Result<()> {
+    if partitions == 0 {
+        return Err(Error::ZeroPartitions);
+    }
+    if partitions > MAX_PARTITIONS {
+        return Err(Error::TooManyPartitions {
+            partitions,
+            max: MAX_PARTITIONS,
+        });
+    }
+    Ok(())
 }
 
 /// Uniform index rule: `min(trunc((x - lo) * inv_step), P - 1)`, clamped at 0.

@@ -141,8 +141,8 @@ fn random_table(seed: u64, p: usize, d: usize, uniform: bool) -> Table {
         // Log-spaced (equal steps of f32 bit patterns from a positive b_0: the AVX-512
         // kernel's computed index); P may come out smaller than asked.
         let l = f32::from_bits(rng.random_range(1..0x7E00_0000u32));
-        let h =
-            f32::from_bits(l.to_bits() + rng.random_range(p as u32..0x0400_0000u32)).min(f32::MAX);
+        let step = rng.random_range(p as u32..0x0400_0000u32);
+        let h = f32::from_bits((l.to_bits() + step).min(f32::MAX.to_bits()));
         let b = Breakpoints::log(l, h, p).unwrap();
         assert!(b.log_shift().is_some(), "{b:?}");
         b

@@ -343,15 +343,7 @@ impl Pieces {
 }
 
 fn check_limits(partitions: usize, degree: usize) -> Result<()> {
-    if partitions == 0 {
-        return Err(Error::ZeroPartitions);
-    }
-    if partitions > MAX_PARTITIONS {
-        return Err(Error::TooManyPartitions {
-            partitions,
-            max: MAX_PARTITIONS,
-        });
-    }
+    crate::table::check_partitions(partitions)?;
     if degree > MAX_DEGREE {
         return Err(Error::DegreeTooLarge {
             degree,
