@@ -827,7 +827,8 @@ unsafe fn by_layout<const TI: u8, const TO: u8>(
         // wider register lookups cost more than the search saves (log 96×3 47 cycles per
         // 16 elements against 42 for the adaptive 27×3, session 30), and every LOG
         // kernel is another instantiation.
-        if pr.log_shift.is_some() && !pr.uniform {
+        // (`log_shift` is None for uniform breakpoints and one piece.)
+        if pr.log_shift.is_some() {
             match plan(pr) {
                 (16, _) => return kernel::<TI, TO, true, 16, false, true>(pr, src, dst, n),
                 (32, _) => return kernel::<TI, TO, true, 32, false, true>(pr, src, dst, n),

@@ -275,7 +275,7 @@ impl Prepared {
             // One piece: the index is 0 whatever the breakpoint kind, so the uniform
             // rule (inv_step 0 for arbitrary points, P - 1 = 0) finds it without a search.
             uniform: b.is_uniform() || p == 1,
-            log_shift: if p > 1 { b.log_shift() } else { None },
+            log_shift: b.log_shift(),
             inv_step: b.inv_step(),
             pmax_f: (p - 1) as f32,
             ext: Vec::new(),
