@@ -11,7 +11,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 kern = os.path.join(here, "..", "..", "crates", "pwpa-cuda", "kernels")
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 src_name = args[0]
-defs = dict(IN_T=0, OUT_T=0, DEG=3, KIND=0, LT=0, RT=0, LXD=1, RXD=1, SMEM_REC=1, SMEM_IDX=0,
+defs = dict(IN_T=0, OUT_T=0, MINB=1, DEG=3, KIND=0, LT=0, RT=0, LXD=1, RXD=1, SMEM_REC=1, SMEM_IDX=0,
             UNROLL=4, BLOCK=256, REPL=8, ONESTEP=0, CREPL=1, GRID_ORD=0, FUSED=0, DEG2=0, SL2=1, S2=1, LT2=0, RT2=0, LXD2=1, RXD2=1)
 for a in args[1:]:
     k, v = a.split("=")

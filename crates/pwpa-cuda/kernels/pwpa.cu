@@ -8,6 +8,7 @@
 //                    or [c0..cD] (HASA 0: the anchor of piece i is fma(i, ah, a0), equal
 //                    to the table's anchor bits, checked on the host), zero-padded
 //   BLOCK            threads per block
+//   MINB             blocks per multiprocessor the registers must allow (launch bounds)
 //   KIND             0 = uniform breakpoints, 1 = arbitrary (lookup grid + exact scan)
 //   LT, RT           tail kinds: 0 constant, 1 linear, 2 extend (edge piece at x), 3 exp2
 //   LXD, RXD         exp2 tail coefficient counts (1..8)
@@ -34,7 +35,8 @@
 //   FULLLUT          1: 16-bit input; the result of every non-NaN input is staged in shared
 //                    memory and looked up by the input's ordinal (-0 before +0; a run of equal
 //                    results at either end is one entry, the index clamped): no piece index,
-//                    no Horner, no tails (not FUSED, not with TAILLUT)
+//                    no Horner, no tails (not FUSED, not with TAILLUT); 2: the same with
+//                    a run of equal results in the middle as one entry too
 //   GRADMUL          1: backward pass, y = g * table(x) with g read from the `dy` argument
 //                    (an OUT_T array): the product rounded in f32, then to OUT_T
 //   IOH              the streams' cache hints (x, dy loads; y stores): 0 plain loads and
@@ -73,8 +75,9 @@ struct Params {
     TailP lt, rt, lt2, rt2;
     const float* tlut;   // TAILLUT: left-tail results then right-tail results (FULLLUT: all)
     int tk_lo;           // ordinal of the first left-tail input (FULLLUT: of the first entry)
-    int tk_hi;           // ordinal of the first right-tail input
-    u32 tl_n;            // left-tail entries
+    int tk_hi;           // ordinal of the first right-tail input (FULLLUT 2: index of the
+                         // middle run's entry)
+    u32 tl_n;            // left-tail entries (FULLLUT 2: entries the middle run dropped)
     u32 tl_total;        // all entries
 };
 
@@ -390,7 +393,16 @@ __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x
     // memory at the index of its ordinal (clamped at both ends, where a saturated run of
     // results is one entry). A NaN's index is clamped too, and its result replaced below.
     const int k = ordf16_of(tail_pattern(x, h));
+#if FULLLUT == 2
+    // A run of equal results in the middle (the tiny inputs around 0, where f32 cannot tell
+    // the results apart) is one entry too: index tk_hi of the cut table stands for the
+    // tl_n + 1 entries from there (the host's lookup_full).
+    u32 j = (u32)max(k - p.tk_lo, 0);
+    j -= min((u32)max((int)j - p.tk_hi, 0), p.tl_n);
+    float r = tb.tlut[min(j, p.tl_total - 1u)];
+#else
     float r = tb.tlut[min((u32)max(k - p.tk_lo, 0), p.tl_total - 1u)];
+#endif
 #elif TAILLUT
     static_assert(!FUSED && (LT == 3 || RT == 3), "TAILLUT: an exp2 tail, not fused");
     // A 16-bit input in an exp2 tail: its result, computed on the host exactly as the
@@ -757,7 +769,15 @@ __device__ __forceinline__ void compact_first(const Params& p, const Tab& tb, co
 // 16-byte vector accesses (x + vbeg and y + vbeg are 16-byte aligned, checked by the
 // host); the rest (head and tail, or everything when the two pointers cannot be
 // aligned together) element by element.
-extern "C" __global__ void __launch_bounds__(BLOCK)
+// (The second launch bound only where it is more than one: `.minnctapersm 1` in the PTX
+// changed ptxas' register allocation, spilling a TAILLUT backward kernel that does not
+// spill without it.)
+#if MINB > 1
+#define PWPA_BOUNDS __launch_bounds__(BLOCK, MINB)
+#else
+#define PWPA_BOUNDS __launch_bounds__(BLOCK)
+#endif
+extern "C" __global__ void PWPA_BOUNDS
 pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32* ctr, Params p) {
     pdl_launch_dependents();
     const u64 ntiles = (nchunks + WTILE - 1) / WTILE;

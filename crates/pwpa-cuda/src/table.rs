@@ -138,12 +138,15 @@ pub(crate) struct Params {
 
 /// For one 16-bit input type: the table's result (f32) for every input in an exp2 tail,
 /// left tail then right tail, each in increasing order (`ord16`), so that the kernel
-/// looks them up instead of computing exp2.
+/// looks them up instead of computing exp2 (or every input's: [`full_lut_host`]).
 #[derive(Clone, Debug)]
 pub(crate) struct TailLutHost {
     vals: Vec<f32>,
     k_lo: i32,
+    /// The ordinal of the first right-tail input (full table: the index of the entry
+    /// that stands for the middle run).
     k_hi: i32,
+    /// The left tail's entries (full table: the entries the middle run dropped).
     nleft: u32,
 }
 
@@ -243,7 +246,8 @@ fn ord16_full(h: u16) -> i32 {
 /// +Inf in the order of [`ord16_full`], so that the kernel looks every element up
 /// (FULLLUT). The runs of equal results at both ends (a saturated tail: 0, ±1, ±Inf, a
 /// constant) are one entry each, where the kernel clamps the index: `k_lo` is the
-/// ordinal of the first entry. None for f32.
+/// ordinal of the first entry. A long run of equal results inside is one entry as well:
+/// `k_hi` is its index, `nleft` the entries it dropped (0: none). None for f32.
 fn full_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
     let inf: u16 = match dtype {
         DType::F16 => 0x7C00,
@@ -273,20 +277,49 @@ fn full_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
     };
     vals.truncate(vals.len() - trail);
     vals.drain(..lead);
+    // The longest run of equal results inside is one entry too when it is long: the tiny
+    // inputs around 0, whose results f32 cannot tell apart (bf16 has ~100 binades of
+    // them: gelu's table goes from 130 KB to 28 KB, so that two blocks fit on a
+    // multiprocessor; f16 has few, and keeps its table whole).
+    let (mut best, mut start) = ((0usize, 0usize), 0usize);
+    for i in 1..=vals.len() {
+        if i == vals.len() || !same(vals[i], vals[start]) {
+            if i - start > best.1 {
+                best = (start, i - start);
+            }
+            start = i;
+        }
+    }
+    let (mid, gap) = if best.1 > MID_RUN_MIN {
+        vals.drain(best.0 + 1..best.0 + best.1);
+        (best.0, best.1 - 1)
+    } else {
+        (0, 0)
+    };
     Some(TailLutHost {
         vals,
         k_lo: k_min + lead as i32,
-        k_hi: 0,
-        nleft: 0,
+        k_hi: mid as i32,
+        nleft: gap as u32,
     })
 }
+
+/// The shortest run of equal results in the middle of a full result table that is
+/// stored as one entry. The index then takes a few more instructions: with runs of 636
+/// and 685 entries cut (tanh's and sigmoid's f16 tables, 144 and 159 KB, still one block
+/// per multiprocessor) the backward pass went from 0.387 to 0.405 ms on an H200 (2^28,
+/// 2026-11-28, session 31, bench/gpu_lab/bwd16_ab.sh), while bf16's runs are 13-29
+/// thousand entries.
+const MID_RUN_MIN: usize = 4096;
 
 impl TailLutHost {
     /// The entry of the 16-bit input of ordinal `k` in the left (or right) tail, as the
     /// kernel finds it: the index clamped to the side's entries at its far end.
     #[cfg(test)]
     fn lookup_full(&self, k: i32) -> f32 {
-        self.vals[((k - self.k_lo).max(0) as usize).min(self.vals.len() - 1)]
+        let j = (k - self.k_lo).max(0) as u32;
+        let j = j - ((j as i32 - self.k_hi).max(0) as u32).min(self.nleft);
+        self.vals[(j as usize).min(self.vals.len() - 1)]
     }
 
     #[cfg(test)]
@@ -402,6 +435,15 @@ pub struct KernelSpec {
     /// memory and looked up by its ordinal (no piece index, Horner or tails); the records
     /// are not staged. See [`CudaTable::spec`].
     pub full_lut: bool,
+    /// With `full_lut`: a run of equal results in the middle of the table (the tiny
+    /// inputs around 0) is one entry as well, which the index skips (the kernel's
+    /// `FULLLUT 2`).
+    pub full_mid: bool,
+    /// Blocks per multiprocessor the kernel's registers must allow (its launch bounds;
+    /// 1: 64 registers per thread at 1024 threads). 2 for the backward pass through a
+    /// full result table that leaves room in shared memory for two blocks, with one
+    /// chunk in flight (the launch's rule, see `launch_eval`).
+    pub min_blocks: u32,
     /// Tile tickets: 0 per block (a block barrier per tile: the block's warps load
     /// together), else per warp, a tile being `wsub` steps of 32 × `unroll` chunks (no
     /// barrier: one warp's loads overlap another's arithmetic). See [`CudaTable::spec`].
@@ -685,7 +727,7 @@ impl KernelSpec {
             self.grad as u32,
             self.compact as u32,
             self.taillut as u32,
-            self.full_lut as u32,
+            if self.full_lut { 1 + self.full_mid as u32 } else { 0 },
             self.wsub,
             self.swz as u32
         ));
@@ -700,9 +742,10 @@ impl KernelSpec {
             None => s.push_str("#define FUSED 0\n#define DEG2 0\n#define NQ2 1\n#define TW2 0\n#define HASA2 1\n#define LT2 0\n#define RT2 0\n#define LXD2 1\n#define RXD2 1\n"),
         }
         s.push_str(&format!(
-            "#define GW {}\n#define IOH {}\n",
+            "#define GW {}\n#define IOH {}\n#define MINB {}\n",
             self.gw,
-            self.io_hints()
+            self.io_hints(),
+            self.min_blocks
         ));
         s.push_str(PDL_CUH);
         s.push_str(PWPA_CU);
@@ -816,18 +859,22 @@ fn fast_group(
     smem: usize,
     smem_limit: usize,
 ) -> bool {
-    // Two blocks, with their static shared memory and the 1 KB the driver reserves per
-    // block, in one multiprocessor's shared memory (the opt-in limit per block plus that
-    // reserve: 228 KB on the H100 and H200; `smem_limit` is the opt-in limit less the
-    // static part).
-    let per_block = |dynamic: usize| dynamic + crate::STATIC_SMEM_RESERVE + 1024;
-    let fits_two = 2 * per_block(smem) <= per_block(smem_limit);
+    let fits_two = fits_two_blocks(smem, smem_limit);
     let small = if arbitrary {
         p <= FAST_GROUP_MAX_P_ARBITRARY
     } else {
         degree > 3 && p <= FAST_GROUP_MAX_P_UNIFORM
     };
     small && !heavy && !compact && fits_two
+}
+
+/// Whether two blocks of `smem` bytes of dynamic shared memory each, with their static
+/// shared memory and the 1 KB the driver reserves per block, fit in one multiprocessor's
+/// shared memory (the opt-in limit per block plus that reserve: 228 KB on the H100 and
+/// H200; `smem_limit` is the opt-in limit less the static part).
+fn fits_two_blocks(smem: usize, smem_limit: usize) -> bool {
+    let per_block = |dynamic: usize| dynamic + crate::STATIC_SMEM_RESERVE + 1024;
+    2 * per_block(smem) <= per_block(smem_limit)
 }
 
 /// Whether a device of this peak bandwidth gets the fast-memory rules.
@@ -1418,8 +1465,8 @@ impl CudaTable {
             && x_dtype.size() == 2)
             .then(|| self.host_lut(x_dtype, true))
             .flatten()
-            .map(|h| h.vals.len().div_ceil(4) * 16)
-            .filter(|&b| b <= full_cap);
+            .map(|h| (h.vals.len().div_ceil(4) * 16, h.nleft > 0))
+            .filter(|&(b, _)| b <= full_cap);
         // What every specialisation of this table takes from it; nothing staged.
         let base = KernelSpec {
             x_dtype,
@@ -1445,14 +1492,17 @@ impl CudaTable {
             compact: false,
             taillut: false,
             full_lut: false,
+            full_mid: false,
+            min_blocks: 1,
             wsub: 0,
             gw: 1,
             tile_grid: false,
             fast_group: false,
         };
-        if let Some(bytes) = full_bytes {
+        if let Some((bytes, mid)) = full_bytes {
             let spec = KernelSpec {
                 full_lut: true,
+                full_mid: mid,
                 wsub: wsub_override().unwrap_or(0),
                 ..base
             };
@@ -2028,7 +2078,29 @@ impl CudaTable {
         // pass through the full result table takes two as well: with up to 210 KB of
         // shared memory, four chunks of x and of the gradient in flight (128 KB per
         // multiprocessor) no longer fit in the L1 cache that is left (measured, see spec).
-        let cap = if grad && ((x16 && y_dtype == DType::F32) || spec.compact || spec.full_lut) {
+        // Where two blocks fit beside a full table of 16-bit gradients (bf16 tables once
+        // the middle run is one entry: 15-31 KB for the catalogue's; f16 tables of at
+        // most ~112 KB), two blocks of one chunk each, with launch bounds for two blocks
+        // (KernelSpec::min_blocks), on devices with fast memory. Measured on an H200
+        // (2026-11-28, session 31, bench/gpu_lab/bwd16_ab.sh, 2^28, randn·4, two
+        // interleaved rounds against the previous build): bf16 silu, tanh, gelu, exp,
+        // sigmoid 0.391-0.392 -> 0.366-0.367 ms, elu 0.385 -> 0.366, reciprocal 0.381 ->
+        // 0.366 (eager silu 0.379, tanh 0.367); f16 elu 0.380 -> 0.372, reciprocal 0.377
+        // -> 0.369. f16 tables of 144-177 KB keep one block and two chunks: one chunk
+        // there was much slower (PWPA_CUDA_UNROLL=1: silu 0.389 -> 0.446).
+        let two_blocks = spec.full_lut
+            && y_dtype != DType::F32
+            && spec.block == 1024
+            && fast_memory(self.backend.peak_bandwidth())
+            && fits_two_blocks(smem, self.backend.shared_memory_optin());
+        // PWPA_CUDA_MINB=2 asks for launch bounds of two blocks anyway (tuning, with
+        // PWPA_CUDA_UNROLL=1: the polynomial kernel in 32 registers).
+        static MINB: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+        spec.min_blocks = env_value(&MINB, "PWPA_CUDA_MINB", |b| [1, 2].contains(b))
+            .unwrap_or(if two_blocks { 2 } else { 1 });
+        let cap = if two_blocks {
+            1
+        } else if grad && ((x16 && y_dtype == DType::F32) || spec.compact || spec.full_lut) {
             2
         } else if spec.compact {
             COMPACT_UNROLL
@@ -2277,7 +2349,7 @@ fn sync(b: &CudaBackend) -> Result<()> {
 mod tests {
     use super::{
         full_lut_host, ord16, ord16_full, plane_bytes, plane_cost, plane_records, planes,
-        tail_lut_host, value16,
+        tail_lut_host, value16, MID_RUN_MIN,
     };
     use pwpa::{Breakpoints, DType, Table, Tail};
 
@@ -2576,6 +2648,18 @@ mod tests {
                     }
                     let n = h.vals.len();
                     assert!(n >= 2 && h.vals[0] != h.vals[1] && h.vals[n - 1] != h.vals[n - 2]);
+                    // bf16's ~100 binades of tiny inputs give equal results where x -
+                    // anchor rounds to -anchor: one entry, which differs from both
+                    // neighbours' (else the run would be longer). With anchor 0 piece 2
+                    // is t itself (split_zero): every input its own result, nothing cut.
+                    if split_zero {
+                        assert_eq!(h.nleft, 0);
+                    } else if dt == DType::BF16 {
+                        let (m, gap) = (h.k_hi as usize, h.nleft as usize);
+                        assert!(gap >= MID_RUN_MIN, "{left:?} {right:?}: gap {gap}");
+                        assert!(m > 0 && m + 1 < n);
+                        assert!(h.vals[m - 1] != h.vals[m] && h.vals[m + 1] != h.vals[m]);
+                    }
                 }
             }
         }

@@ -53,6 +53,8 @@ fn large_block_spec(xd: DType, yd: DType) -> KernelSpec {
         compact: false,
         taillut: false,
         full_lut: false,
+        full_mid: false,
+        min_blocks: 1,
         wsub: 0,
         gw: 1,
         tile_grid: false,
@@ -137,6 +139,8 @@ fn every_specialisation_compiles_for_sm90() {
                                     && xd != DType::F32
                                     && (tails.0 == 3 || tails.1 == 3),
                                 full_lut: false,
+                                full_mid: false,
+                                min_blocks: 1,
                                 // Tile tickets per block, per warp and per group of 4 warps.
                                 wsub: [0, 2][k % 2],
                                 gw: [1, 1, 1, 4][k % 4],
@@ -253,15 +257,21 @@ fn every_specialisation_compiles_for_sm90() {
     // (FULLLUT), as the host launches it (no records or cells staged, two chunks in
     // flight), with gradients of every width and tile tickets per block and (tuning) per
     // warp; and four chunks, which compile too.
-    for (xd, yd, unroll, wsub) in [
-        (DType::BF16, DType::BF16, 2u32, 0u32),
-        (DType::F16, DType::F16, 2, 2),
-        (DType::F16, DType::F32, 2, 0),
-        (DType::BF16, DType::F32, 2, 0),
-        (DType::BF16, DType::BF16, 4, 0),
+    // One chunk with launch bounds for two blocks of 1024 threads (32 registers), as the
+    // host launches tables small enough for two blocks, the middle run cut or not.
+    for (xd, yd, unroll, wsub, mid) in [
+        (DType::BF16, DType::BF16, 2u32, 0u32, false),
+        (DType::F16, DType::F16, 2, 2, false),
+        (DType::F16, DType::F32, 2, 0, false),
+        (DType::BF16, DType::F32, 2, 0, true),
+        (DType::BF16, DType::BF16, 4, 0, false),
+        (DType::BF16, DType::BF16, 1, 0, true),
+        (DType::BF16, DType::BF16, 1, 0, false),
+        (DType::F16, DType::F16, 1, 0, true),
+        (DType::F16, DType::F16, 1, 0, false),
     ] {
         let grad = true;
-        compiles_without_spills(&KernelSpec {
+        let spec = KernelSpec {
             unroll,
             smem_rec: false,
             smem_idx: false,
@@ -270,9 +280,18 @@ fn every_specialisation_compiles_for_sm90() {
             crepl: 1,
             grad,
             full_lut: true,
+            full_mid: mid,
+            min_blocks: if unroll == 1 { 2 } else { 1 },
             wsub,
             ..large_block_spec(xd, yd)
-        });
+        };
+        assert!(spec
+            .source()
+            .contains(&format!("#define MINB {}\n", spec.min_blocks)));
+        assert!(spec
+            .source()
+            .contains(&format!("#define FULLLUT {}\n", 1 + mid as u32)));
+        compiles_without_spills(&spec);
         n += 1;
     }
     // f32 arbitrary-breakpoint kernels as the host launches them (four chunks in flight,
