@@ -2,17 +2,7 @@
 # Device-side lab (session 31): bwd16_probe.py once per setting of the tuning variables
 # (a setting: comma-separated VAR=value; A=1 the defaults; W=old the wheel in .gpu/old/),
 # interleaved over ROUNDS (1). Env: SETTINGS, NAMES (silu tanh gelu elu), TABLES (.gpu-tables).
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-install() {
-  mkdir -p "$1"
-  python3 -m pip install --quiet --disable-pip-version-check --no-index --no-deps --upgrade \
-    --target "$1" "$2"
-}
-install /tmp/site-ab "$(ls -t .gpu/whl/pwpa-*.whl | head -1)"
-if ls .gpu/old/pwpa-*.whl > /dev/null 2>&1; then
-  install /tmp/site-ab-old "$(ls -t .gpu/old/pwpa-*.whl | head -1)"
-fi
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+. "$(dirname "$0")/ab_sites.sh"
 for r in $(seq ${ROUNDS:-1}); do
   for s in ${SETTINGS:-A=1}; do
     site=/tmp/site-ab

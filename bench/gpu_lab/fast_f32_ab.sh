@@ -9,17 +9,7 @@
 # Env: ROUNDS (2), SETTINGS, FUNCS (gelu,silu,sigmoid,tanh,exp,hardswish,reciprocal; "all":
 # every function), DTYPES (f32; comma-separated), BACKWARD. .gpu (with the CUDA wheel) and
 # the table directories carried; the CSVs go to $OUT when it is set.
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-install() {  # site wheel
-  mkdir -p "$1"
-  python3 -m pip install --quiet --disable-pip-version-check --no-index --no-deps --upgrade \
-    --target "$1" "$2"
-}
-install /tmp/site-ab "$(ls -t .gpu/whl/pwpa-*.whl | head -1)"
-if ls .gpu/old/pwpa-*.whl > /dev/null 2>&1; then
-  install /tmp/site-ab-old "$(ls -t .gpu/old/pwpa-*.whl | head -1)"
-fi
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+. "$(dirname "$0")/ab_sites.sh"
 funcs=${FUNCS:-gelu,silu,sigmoid,tanh,exp,hardswish,reciprocal}
 tmp=$(mktemp -d /tmp/ab.XXXXXX)
 for r in $(seq ${ROUNDS:-2}); do
