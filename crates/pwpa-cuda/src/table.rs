@@ -313,8 +313,8 @@ fn full_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
 const MID_RUN_MIN: usize = 4096;
 
 impl TailLutHost {
-    /// The entry of the 16-bit input of ordinal `k` in the left (or right) tail, as the
-    /// kernel finds it: the index clamped to the side's entries at its far end.
+    /// The entry of the 16-bit input of ordinal `k` in a full table, as the kernel finds
+    /// it: the index clamped at both ends, and the middle run's entries one.
     #[cfg(test)]
     fn lookup_full(&self, k: i32) -> f32 {
         let j = (k - self.k_lo).max(0) as u32;
@@ -322,6 +322,8 @@ impl TailLutHost {
         self.vals[(j as usize).min(self.vals.len() - 1)]
     }
 
+    /// The entry of the 16-bit input of ordinal `k` in the left (or right) tail, as the
+    /// kernel finds it: the index clamped to the side's entries at its far end.
     #[cfg(test)]
     fn lookup(&self, left: bool, k: i32) -> f32 {
         if left {
