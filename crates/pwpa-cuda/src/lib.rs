@@ -408,6 +408,24 @@ impl CudaBackend {
         Ok(h)
     }
 
+    /// The static shared memory `f` declares (0 if unknown).
+    pub(crate) fn static_smem(&self, f: sys::CUfunction) -> i32 {
+        let mut stat = 0;
+        // SAFETY: valid function handle.
+        let r = unsafe {
+            sys::cuFuncGetAttribute(
+                &mut stat,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                f,
+            )
+        };
+        if r == sys::CUresult::CUDA_SUCCESS {
+            stat
+        } else {
+            0
+        }
+    }
+
     /// Blocks of `threads` threads with `smem` bytes that fit on one multiprocessor.
     pub(crate) fn occupancy(&self, f: sys::CUfunction, threads: u32, smem: usize) -> u32 {
         let mut n = 0;

@@ -2200,6 +2200,19 @@ impl CudaTable {
             0 => self.backend.occupancy(f, block, smem),
             b => b.min(self.backend.occupancy(f, block, smem)),
         };
+        // PWPA_CUDA_TRACE=1: each streaming launch's shape on stderr (diagnostics).
+        static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        if *TRACE.get_or_init(|| std::env::var("PWPA_CUDA_TRACE").is_ok_and(|v| v != "0")) {
+            let occ = |s: usize| self.backend.occupancy(f, block, s);
+            eprintln!(
+                "pwpa-cuda: launch of {nchunks} chunks: block {block}, dynamic shared memory \
+                 {smem} B (static {} B), {per_sm} blocks per multiprocessor ({} with 1 KB \
+                 less, {} with 4 KB less)",
+                self.backend.static_smem(f),
+                occ(smem.saturating_sub(1024)),
+                occ(smem.saturating_sub(4096)),
+            );
+        }
         let full = if tile_grid {
             i32::MAX as u64
         } else {
