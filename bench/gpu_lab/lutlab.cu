@@ -29,8 +29,12 @@ typedef unsigned long long u64;
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1);} } while (0)
 
 #define BLOCK 1024
+#ifndef GW  // -DGW=32 -DUNROLL=4: the H200's choice (lut_group, lut_unroll)
 #define GW 16
+#endif
+#ifndef UNROLL
 #define UNROLL 2
+#endif
 #define TK_THREADS (32 * GW)
 #define NGROUPS (BLOCK / TK_THREADS)
 #define TILE ((u64)TK_THREADS * UNROLL)
@@ -150,6 +154,76 @@ __global__ void __launch_bounds__(BLOCK) k_lut(const u16* x, u16* y, const uint4
     if (MODE == 4) cluster_sync();  // no block leaves while its copy may still write a peer
 }
 
+// Session 32: the same kernel (tma staging + programmatic launch) over a 64 KiB table (the
+// index masked to 15 bits: the results are not checked), so that MB blocks of 1024 threads
+// fit on a multiprocessor (MB 2: 32 registers): what one block per multiprocessor costs.
+template <int MB>
+__global__ void __launch_bounds__(BLOCK, MB) k_half(const u16* x, u16* y, const uint4* lut, u64 nchunks, u32* ctr) {
+    __shared__ u32 gtk[2][NGROUPS];
+    __shared__ __align__(8) u64 bar;
+    const u64 ntiles = (nchunks + TILE - 1) / TILE;
+    const u32 grp = threadIdx.x / TK_THREADS;
+    const u32 tkl = threadIdx.x % TK_THREADS;
+    const uint4* xv = reinterpret_cast<const uint4*>(x);
+    uint4* yv = reinterpret_cast<uint4*>(y);
+    u32 t = blockIdx.x * NGROUPS + grp;
+    uint4 v[UNROLL];
+    const u32 b = smem_addr(&bar);
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b));
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(LUT_BYTES / 2) : "memory");
+        const u32 q = LUT_BYTES / 8, first = blockIdx.x & 3u;
+        for (u32 i = 0; i < 4; ++i) {
+            const u32 j = (first + i) & 3u;
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                         :: "r"(smem_addr(lut_s4) + j * q), "l"(reinterpret_cast<const char*>(lut) + j * q), "r"(q), "r"(b) : "memory");
+        }
+    }
+    mbar_wait(b, 0);
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    const u16* s = reinterpret_cast<const u16*>(lut_s4);
+    for (u32 k = 0;; ++k) {
+        if ((u64)t >= ntiles) break;
+        u32 nt = 0;
+        if (tkl == 0) nt = atomicAdd(ctr, 1u);
+        const u64 c0 = (u64)t * TILE + tkl;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) { u64 c = c0 + (u64)u * TK_THREADS; if (c < nchunks) v[u] = *(xv + c); }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            u64 c = c0 + (u64)u * TK_THREADS;
+            if (c < nchunks) {
+                uint4 o;
+                o.x = look2(s, v[u].x & 0x7FFF7FFFu); o.y = look2(s, v[u].y & 0x7FFF7FFFu);
+                o.z = look2(s, v[u].z & 0x7FFF7FFFu); o.w = look2(s, v[u].w & 0x7FFF7FFFu);
+                *(yv + c) = o;
+            }
+        }
+        if (tkl == 0) {
+            if ((u64)nt == ntiles - 1) atomicExch(ctr, 0u);
+            gtk[k & 1u][grp] = NTAKERS + nt;
+        }
+        asm volatile("bar.sync %0, %1;" ::"r"(1u + grp), "r"((u32)TK_THREADS) : "memory");
+        t = gtk[k & 1u][grp];
+    }
+}
+template <int MB> void launch_half(const u16* x, u16* y, const uint4* lut, u64 n, u32* ctr, int grid) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(BLOCK);
+    cfg.dynamicSmemBytes = LUT_BYTES / 2;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at; cfg.numAttrs = 1;
+    CK(cudaLaunchKernelEx(&cfg, k_half<MB>, x, y, lut, n / 8, ctr));
+}
+
 // Eager-like: one 16-byte chunk per thread and unroll, non-persistent, some arithmetic.
 __global__ void k_eager(const uint4* x, uint4* y, u64 n) {
     u64 base = (u64)blockIdx.x * blockDim.x * 4 + threadIdx.x;
@@ -218,7 +292,7 @@ int main(int argc, char** argv) {
     const int CALLS = 5;
     u64 n = 1ull << lg;
     cudaDeviceProp pr; CK(cudaGetDeviceProperties(&pr, 0));
-    printf("device %s, %d SMs, n = 2^%d, %d rounds of %d calls\n", pr.name, pr.multiProcessorCount, lg, rounds, CALLS);
+    printf("device %s, %d SMs, n = 2^%d, %d rounds of %d calls, UNROLL %d, GW %d\n", pr.name, pr.multiProcessorCount, lg, rounds, CALLS, UNROLL, GW);
     std::mt19937_64 rng(1234);
     std::vector<u16> hlut(65536);
     for (auto& e : hlut) e = (u16)rng();
@@ -269,8 +343,13 @@ int main(int argc, char** argv) {
             }
         return 0;
     }
-    const char* names[] = {"memcpy", "copy-kernel", "eager-like", "plain", "rot", "tma", "tmapre", "mc2", "mc4", "pdl", "halfend", "eager+pdl", "eager+tmapre"};
-    const int NV = 13;
+    CK(cudaFuncSetAttribute(k_half<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, LUT_BYTES / 2));
+    CK(cudaFuncSetAttribute(k_half<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, LUT_BYTES / 2));
+    int hb = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&hb, k_half<2>, BLOCK, LUT_BYTES / 2));
+    printf("half-table kernel, MB 2: %d blocks per SM\n", hb);
+    const char* names[] = {"memcpy", "copy-kernel", "eager-like", "plain", "rot", "tma", "tmapre", "mc2", "mc4", "pdl", "halfend", "eager+pdl", "eager+tmapre", "half-1blk", "half-2blk"};
+    const int NV = 15;
     for (int dt = 0; dt < 2; ++dt) {
         for (u64 i = 0; i < n; ++i) { float f = nd(rng); hx[i] = dt == 0 ? f2bf(f) : __half_as_ushort(__float2half_rn(f)); }
         CK(cudaMemcpy(x, hx.data(), n * 2, cudaMemcpyHostToDevice));
@@ -293,6 +372,8 @@ int main(int argc, char** argv) {
                         // A pwpa call after an eager-like kernel (time of the pair).
                         case 11: k_eager<<<(unsigned)((n / 8 + 1023) / 1024), 256>>>((const uint4*)x, (uint4*)y, n / 8); launch<5, 1>(c, g6); break;
                         case 12: k_eager<<<(unsigned)((n / 8 + 1023) / 1024), 256>>>((const uint4*)x, (uint4*)y, n / 8); launch<3, 1>(c, g3); break;
+                        case 13: launch_half<1>(x, y, lut, n, ctr, c.sms); break;
+                        case 14: launch_half<2>(x, y, lut, n, ctr, 2 * c.sms); break;
                     }
                 };
                 run();
@@ -303,7 +384,7 @@ int main(int argc, char** argv) {
                 CK(cudaGetLastError());
                 float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
                 if (r > 0) ts[vi].push_back(ms * 1000.0f / CALLS);
-                if (vi >= 3 && vi != 11 && vi != 12 && r == 0) {
+                if (vi >= 3 && vi != 11 && vi != 12 && vi < 13 && r == 0) {
                     CK(cudaMemcpy(hy.data(), y, n * 2, cudaMemcpyDeviceToHost));
                     u64 bad = 0;
                     for (u64 i = 0; i < n; ++i) bad += hy[i] != hlut[hx[i]];
