@@ -144,10 +144,14 @@ k_tma(const u16* x, const u16* g, u16* y, u64 ntiles, u32* ctr, int klo, const f
     __shared__ u64 tile_of[STAGES];
     unsigned char* ring = sm + TB;
     // Tickets: the first STAGES tiles of block b are b + s * grid; ticket c is tile
-    // STAGES * grid + c. Every tile processed takes one ticket (for the stage it frees),
-    // so a launch takes ntiles of them and the last one resets the counter.
+    // STAGES * grid + c. Thread 0 takes each ticket one refill ahead (the atomic's
+    // latency off the refill's path): one in the prologue, one per tile processed, so a
+    // launch takes ntiles + grid of them and the last one resets the counter. (A block's
+    // last ticket goes unused; it is past the end when ntiles >= 2 STAGES grid: the host
+    // checks.)
     const u64 first = (u64)STAGES * gridDim.x;
-    const u64 last = ntiles - 1;
+    const u64 last = ntiles + gridDim.x - 1;
+    u32 pending = 0;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&full[s])));
@@ -164,6 +168,8 @@ k_tma(const u16* x, const u16* g, u16* y, u64 ntiles, u32* ctr, int klo, const f
             if (tl < ntiles) feed(smem_addr(&full[s]), ring + s * 2u * TILE_BYTES, x, g, tl);
             else asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(&full[s])) : "memory");
         }
+        pending = atomicAdd(ctr, 1u);
+        if ((u64)pending == last) atomicExch(ctr, 0u);
     }
     float4* s4 = reinterpret_cast<float4*>(sm);
     stage_table(s4, tbl);
@@ -199,12 +205,12 @@ k_tma(const u16* x, const u16* g, u16* y, u64 ntiles, u32* ctr, int klo, const f
         if (threadIdx.x == 0) {
             // Refill stage s once every warp has read it.
             mbar_wait(smem_addr(&empty[s]), ph);
-            const u32 c = atomicAdd(ctr, 1u);
-            if ((u64)c == last) atomicExch(ctr, 0u);
-            const u64 nt = first + c;
+            const u64 nt = first + pending;
             tile_of[s] = nt;
             if (nt < ntiles) feed(smem_addr(&full[s]), ring + s * 2u * TILE_BYTES, x, g, nt);
             else asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(&full[s])) : "memory");
+            pending = atomicAdd(ctr, 1u);
+            if ((u64)pending == last) atomicExch(ctr, 0u);
         }
     }
 }
@@ -236,6 +242,7 @@ int main(int argc, char** argv) {
     const int CALLS = 5;
     const u64 n = 1ull << lg;
     if (n % TILE_ELEMS) { printf("n must be a multiple of %u\n", TILE_ELEMS); return 1; }
+    if (n / TILE_ELEMS < 2ull * STAGES * 1024) { printf("n too small for the ticket scheme\n"); return 1; }
     cudaDeviceProp pr;
     CK(cudaGetDeviceProperties(&pr, 0));
     const int sms = pr.multiProcessorCount;
