@@ -37,6 +37,8 @@
 //                    results at either end is one entry, the index clamped): no piece index,
 //                    no Horner, no tails (not FUSED, not with TAILLUT); 2: the same with
 //                    a run of equal results in the middle as one entry too
+//   PACK             1 (FULLLUT with GRADMUL, 16-bit output): the vector loop takes a 32-bit
+//                    word's two elements at a time (full_pair)
 //   GRADMUL          1: backward pass, y = g * table(x) with g read from the `dy` argument
 //                    (an OUT_T array): the product rounded in f32, then to OUT_T
 //   IOH              the streams' cache hints (x, dy loads; y stores): 0 plain loads and
@@ -384,6 +386,61 @@ __device__ __forceinline__ u32 tail_pattern(float x, u32 h) {
 }
 #endif
 
+#if FULLLUT
+// The full table's entry for the input of ordinal k (clamped at both ends).
+__device__ __forceinline__ float full_lookup(const Params& p, const Tab& tb, int k) {
+#if FULLLUT == 2
+    // A run of equal results in the middle (the tiny inputs around 0, where f32 cannot tell
+    // the results apart) is one entry too: index tk_hi of the cut table stands for the
+    // tl_n + 1 entries from there (the host's lookup_full).
+    u32 j = (u32)max(k - p.tk_lo, 0);
+    j -= min((u32)max((int)j - p.tk_hi, 0), p.tl_n);
+    return tb.tlut[min(j, p.tl_total - 1u)];
+#else
+    return tb.tlut[min((u32)max(k - p.tk_lo, 0), p.tl_total - 1u)];
+#endif
+}
+#endif
+
+#if PACK
+static_assert(FULLLUT && GRADMUL && IN_T != 0 && OUT_T != 0, "PACK: the 16-bit full-table backward pass");
+#if IN_T == 1
+#define PACK_XINF 0x7C00u
+#else
+#define PACK_XINF 0x7F80u
+#endif
+#if OUT_T == 1
+#define PACK_OINF 0x7C00u
+#define PACK_OCANON 0x7E00u
+#else
+#define PACK_OINF 0x7F80u
+#define PACK_OCANON 0x7FC0u
+#endif
+// The element of 16-bit pattern h: its entry, or NaN for a NaN input (found on the pattern,
+// without converting it to f32).
+__device__ __forceinline__ float full_at(const Params& p, const Tab& tb, u32 h) {
+    const float r = full_lookup(p, tb, ordf16_of(h));
+    return (h & 0x7FFFu) > PACK_XINF ? __uint_as_float(0x7FC00000u) : r;
+}
+// The two elements of an input word xw and gradient word gw: the same operations as
+// eval_one, the product and out_f, per element, but both products converted by one
+// cvt.rn.{f16,bf16}x2.f32 and NaN results made the canonical NaN on the packed word (a
+// half above the infinity pattern in magnitude carries into its bit 15).
+__device__ __forceinline__ u32 full_pair(const Params& p, const Tab& tb, u32 xw, u32 gw) {
+    const float y0 = __fmul_rn(out_in((out_t)(gw & 0xFFFFu)), full_at(p, tb, xw & 0xFFFFu));
+    const float y1 = __fmul_rn(out_in((out_t)(gw >> 16)), full_at(p, tb, xw >> 16));
+    u32 o;
+#if OUT_T == 1
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(o) : "f"(y1), "f"(y0));
+#else
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(o) : "f"(y1), "f"(y0));
+#endif
+    const u32 t = ((o & 0x7FFF7FFFu) + (0x7FFFu - PACK_OINF) * 0x10001u) & 0x80008000u;
+    const u32 m = (t >> 15) * 0xFFFFu;
+    return (o & ~m) | ((PACK_OCANON * 0x10001u) & m);
+}
+#endif
+
 // x is the input's value; h its f16 pattern (f16 inputs only).
 __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x, u32 h, float& y,
                                          float& dy) {
@@ -392,17 +449,7 @@ __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x
     // Every input's result, computed on the host exactly as the CPU does, from shared
     // memory at the index of its ordinal (clamped at both ends, where a saturated run of
     // results is one entry). A NaN's index is clamped too, and its result replaced below.
-    const int k = ordf16_of(tail_pattern(x, h));
-#if FULLLUT == 2
-    // A run of equal results in the middle (the tiny inputs around 0, where f32 cannot tell
-    // the results apart) is one entry too: index tk_hi of the cut table stands for the
-    // tl_n + 1 entries from there (the host's lookup_full).
-    u32 j = (u32)max(k - p.tk_lo, 0);
-    j -= min((u32)max((int)j - p.tk_hi, 0), p.tl_n);
-    float r = tb.tlut[min(j, p.tl_total - 1u)];
-#else
-    float r = tb.tlut[min((u32)max(k - p.tk_lo, 0), p.tl_total - 1u)];
-#endif
+    float r = full_lookup(p, tb, ordf16_of(tail_pattern(x, h)));
 #elif TAILLUT
     static_assert(!FUSED && (LT == 3 || RT == 3), "TAILLUT: an exp2 tail, not fused");
     // A 16-bit input in an exp2 tail: its result, computed on the host exactly as the
@@ -960,6 +1007,13 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
 #if FUSED
                     OutChunk od;
 #endif
+#if PACK
+                    {
+                        const u32* xw = reinterpret_cast<const u32*>(&in[u]);
+#pragma unroll
+                        for (int i = 0; i < OW; ++i) o.w[i] = full_pair(p, tb, xw[i], gin[u].w[i]);
+                    }
+#else
 #pragma unroll
                     for (int k2 = 0; k2 < VE; ++k2) {
                         float r, d;
@@ -977,6 +1031,7 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                         chunk_set(od, k2, d);
 #endif
                     }
+#endif
                     store_chunk(yv, c, o);
 #if FUSED
                     store_chunk(dyv, c, od);

@@ -441,6 +441,11 @@ pub struct KernelSpec {
     /// inputs around 0) is one entry as well, which the index skips (the kernel's
     /// `FULLLUT 2`).
     pub full_mid: bool,
+    /// With `full_lut`, 16-bit gradients and output (the backward pass of bf16/f16): the
+    /// elements of a 32-bit word two at a time (one conversion of both products, NaN
+    /// inputs and outputs found on the words; the kernel's `PACK`). Experimental, off
+    /// unless `PWPA_CUDA_PACK=1` (not yet measured: session 32).
+    pub pack: bool,
     /// Blocks per multiprocessor the kernel's registers must allow (its launch bounds;
     /// 1: 64 registers per thread at 1024 threads). 2 for the backward pass through a
     /// full result table that leaves room in shared memory for two blocks, with one
@@ -744,10 +749,11 @@ impl KernelSpec {
             None => s.push_str("#define FUSED 0\n#define DEG2 0\n#define NQ2 1\n#define TW2 0\n#define HASA2 1\n#define LT2 0\n#define RT2 0\n#define LXD2 1\n#define RXD2 1\n"),
         }
         s.push_str(&format!(
-            "#define GW {}\n#define IOH {}\n#define MINB {}\n",
+            "#define GW {}\n#define IOH {}\n#define MINB {}\n#define PACK {}\n",
             self.gw,
             self.io_hints(),
-            self.min_blocks
+            self.min_blocks,
+            self.pack as u32
         ));
         s.push_str(PDL_CUH);
         s.push_str(PWPA_CU);
@@ -1495,6 +1501,7 @@ impl CudaTable {
             taillut: false,
             full_lut: false,
             full_mid: false,
+            pack: false,
             min_blocks: 1,
             wsub: 0,
             gw: 1,
@@ -2100,6 +2107,13 @@ impl CudaTable {
         static MINB: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
         spec.min_blocks = env_value(&MINB, "PWPA_CUDA_MINB", |b| [1, 2].contains(b))
             .unwrap_or(if two_blocks { 2 } else { 1 });
+        // PWPA_CUDA_PACK=1 (lab, not yet measured): the full table's backward pass of
+        // 16-bit gradients two elements at a time.
+        static PACK: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+        spec.pack = spec.full_lut
+            && grad
+            && y_dtype != DType::F32
+            && env_value(&PACK, "PWPA_CUDA_PACK", |b| *b <= 1) == Some(1);
         let cap = if two_blocks {
             1
         } else if grad && ((x16 && y_dtype == DType::F32) || spec.compact || spec.full_lut) {

@@ -54,6 +54,7 @@ fn large_block_spec(xd: DType, yd: DType) -> KernelSpec {
         taillut: false,
         full_lut: false,
         full_mid: false,
+        pack: false,
         min_blocks: 1,
         wsub: 0,
         gw: 1,
@@ -140,6 +141,7 @@ fn every_specialisation_compiles_for_sm90() {
                                     && (tails.0 == 3 || tails.1 == 3),
                                 full_lut: false,
                                 full_mid: false,
+                                pack: false,
                                 min_blocks: 1,
                                 // Tile tickets per block, per warp and per group of 4 warps.
                                 wsub: [0, 2][k % 2],
@@ -258,7 +260,8 @@ fn every_specialisation_compiles_for_sm90() {
     // flight), with gradients of every width and tile tickets per block and (tuning) per
     // warp; and four chunks, which compile too.
     // One chunk with launch bounds for two blocks of 1024 threads (32 registers), as the
-    // host launches tables small enough for two blocks, the middle run cut or not.
+    // host launches tables small enough for two blocks, the middle run cut or not; each
+    // 16-bit-gradient kind also with PACK.
     for (xd, yd, unroll, wsub, mid) in [
         (DType::BF16, DType::BF16, 2u32, 0u32, false),
         (DType::F16, DType::F16, 2, 2, false),
@@ -281,6 +284,7 @@ fn every_specialisation_compiles_for_sm90() {
             grad,
             full_lut: true,
             full_mid: mid,
+            pack: false,
             min_blocks: if unroll == 1 { 2 } else { 1 },
             wsub,
             ..large_block_spec(xd, yd)
@@ -293,6 +297,13 @@ fn every_specialisation_compiles_for_sm90() {
             .contains(&format!("#define FULLLUT {}\n", 1 + mid as u32)));
         compiles_without_spills(&spec);
         n += 1;
+        if yd != DType::F32 {
+            // Two elements of a 32-bit word at a time (PWPA_CUDA_PACK=1, experimental).
+            let packed = KernelSpec { pack: true, ..spec };
+            assert!(packed.source().contains("#define PACK 1\n"));
+            compiles_without_spills(&packed);
+            n += 1;
+        }
     }
     // f32 arbitrary-breakpoint kernels as the host launches them (four chunks in flight,
     // tile tickets per block or per warp), anchors in the records or computed: no spills
