@@ -380,18 +380,7 @@ impl CudaBackend {
         })?;
         // The kernels' own static shared memory (the tile tickets) comes out of the same
         // per-block limit.
-        let mut stat = 0i32;
-        // SAFETY: valid function handle and out-pointer.
-        check(
-            unsafe {
-                sys::cuFuncGetAttribute(
-                    &mut stat,
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
-                    f.cu_function(),
-                )
-            },
-            format!("reading the static shared memory of {fname}"),
-        )?;
+        let stat = static_smem(f.cu_function(), fname)?;
         // SAFETY: valid function handle.
         check(
             unsafe {
@@ -406,24 +395,6 @@ impl CudaBackend {
         let h = f.cu_function();
         funcs.insert(fname.to_string(), f);
         Ok(h)
-    }
-
-    /// The static shared memory `f` declares (0 if unknown).
-    pub(crate) fn static_smem(&self, f: sys::CUfunction) -> i32 {
-        let mut stat = 0;
-        // SAFETY: valid function handle.
-        let r = unsafe {
-            sys::cuFuncGetAttribute(
-                &mut stat,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
-                f,
-            )
-        };
-        if r == sys::CUresult::CUDA_SUCCESS {
-            stat
-        } else {
-            0
-        }
     }
 
     /// Blocks of `threads` threads with `smem` bytes that fit on one multiprocessor.
@@ -568,6 +539,23 @@ impl CudaBackend {
             source: e,
         })
     }
+}
+
+/// The static shared memory kernel `f` (named `fname`, for the error) declares.
+pub(crate) fn static_smem(f: sys::CUfunction, fname: &str) -> Result<i32> {
+    let mut stat = 0i32;
+    // SAFETY: valid function handle and out-pointer.
+    check(
+        unsafe {
+            sys::cuFuncGetAttribute(
+                &mut stat,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                f,
+            )
+        },
+        format!("reading the static shared memory of {fname}"),
+    )?;
+    Ok(stat)
 }
 
 pub(crate) fn poisoned<T>(_: T) -> Error {

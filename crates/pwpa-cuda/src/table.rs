@@ -2222,7 +2222,7 @@ impl CudaTable {
                 "pwpa-cuda: launch of {nchunks} chunks: block {block}, dynamic shared memory \
                  {smem} B (static {} B), {per_sm} blocks per multiprocessor ({} with 1 KB \
                  less, {} with 4 KB less)",
-                self.backend.static_smem(f),
+                crate::static_smem(f, "the kernel").unwrap_or(0),
                 occ(smem.saturating_sub(1024)),
                 occ(smem.saturating_sub(4096)),
             );
