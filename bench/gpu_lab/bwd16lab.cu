@@ -17,17 +17,11 @@
 // Every variant's output is compared on the device with a plain element-wise kernel.
 // Build: nvcc -O3 -arch=sm_90a [-DTB_KB=176 -DSTAGES=3 -DTILE_KB=8] -o bwd16lab bwd16lab.cu
 // Run:   ./bwd16lab [log2 n] [rounds]
-#include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <vector>
-typedef unsigned short u16;
-typedef unsigned int u32;
-typedef unsigned long long u64;
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1);} } while (0)
+#include "lab.cuh"
 
 #define BLOCK 1024
 #ifndef TB_KB
@@ -59,14 +53,6 @@ __device__ __forceinline__ u32 mul2(const float* t, u32 xw, u32 gw, int klo) {
     const u16 h0 = __half_as_ushort(__float2half_rn(__fmul_rn(g0, r0)));
     const u16 h1 = __half_as_ushort(__float2half_rn(__fmul_rn(g1, r1)));
     return (u32)h0 | ((u32)h1 << 16);
-}
-__device__ __forceinline__ u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
-    u32 done = 0;
-    while (!done) {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    }
 }
 __device__ __forceinline__ void stage_table(float4* s4, const float4* tbl) {
     for (u32 i = threadIdx.x; i < TB / 16u; i += BLOCK) s4[i] = tbl[i];

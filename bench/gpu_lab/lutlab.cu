@@ -23,10 +23,7 @@
 #include <cstring>
 #include <random>
 #include <vector>
-typedef unsigned short u16;
-typedef unsigned int u32;
-typedef unsigned long long u64;
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1);} } while (0)
+#include "lab.cuh"
 
 #define BLOCK 1024
 #ifndef GW  // -DGW=32 -DUNROLL=4: the H200's choice (lut_group, lut_unroll)
@@ -46,14 +43,6 @@ extern __shared__ __align__(128) uint4 lut_s4[];
 __device__ __forceinline__ u32 look2(const u16* s, u32 w) {
     return (u32)s[w & 0xFFFFu] | ((u32)s[w >> 16] << 16);
 }
-__device__ __forceinline__ u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
-    u32 done = 0;
-    while (!done) {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    }
-}
 __device__ __forceinline__ u32 cluster_rank() { u32 r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r; }
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::: "memory");
@@ -65,9 +54,12 @@ template <int HINTS> __device__ __forceinline__ void sty(uint4* p, uint4 v) { if
 
 // MODE: 0 plain, 1 rot, 2 tma, 3 tmapre, 4 multicast over the cluster (CL blocks),
 // 5 tma + programmatic dependent launch (stage, then griddepcontrol.wait), 6 tmapre with
-// half-size tiles for the last two rounds of tiles.
-template <int MODE, int CL, int HINTS = 0>
-__global__ void __launch_bounds__(BLOCK) k_lut(const u16* x, u16* y, const uint4* lut, u64 nchunks, u32* ctr) {
+// half-size tiles for the last two rounds of tiles. HALF 1: a 64 KiB table (the index
+// masked to 15 bits; session 32, results not checked).
+template <int MODE, int CL, int HINTS, int HALF>
+__device__ __forceinline__ void lut_body(const u16* x, u16* y, const uint4* lut, u64 nchunks, u32* ctr) {
+    constexpr u32 LB = LUT_BYTES >> HALF;
+    constexpr u32 MASK = HALF ? 0x7FFF7FFFu : 0xFFFFFFFFu;
     __shared__ u32 gtk[2][NGROUPS];
     __shared__ __align__(8) u64 bar;
     const u64 nfull = (nchunks + TILE - 1) / TILE;
@@ -99,16 +91,16 @@ __global__ void __launch_bounds__(BLOCK) k_lut(const u16* x, u16* y, const uint4
         }
         if (MODE == 4) cluster_sync(); else __syncthreads();
         if (threadIdx.x == 0) {
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(LUT_BYTES) : "memory");
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(LB) : "memory");
             if (MODE == 4) {
-                const u32 part = LUT_BYTES / CL, r = cluster_rank();
+                const u32 part = LB / CL, r = cluster_rank();
                 const u16 mask = (u16)((1u << CL) - 1u);
                 const char* src = reinterpret_cast<const char*>(lut) + r * part;
                 const u32 dst = smem_addr(lut_s4) + r * part;
                 asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;"
                              :: "r"(dst), "l"(src), "r"(part), "r"(b), "h"(mask) : "memory");
             } else {
-                const u32 q = LUT_BYTES / 4, first = blockIdx.x & 3u;
+                const u32 q = LB / 4, first = blockIdx.x & 3u;
                 for (u32 i = 0; i < 4; ++i) {
                     const u32 j = (first + i) & 3u;
                     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
@@ -140,7 +132,7 @@ __global__ void __launch_bounds__(BLOCK) k_lut(const u16* x, u16* y, const uint4
             u64 c = c0 + (u64)u * TK_THREADS;
             if (c < nchunks && !(half && u > 0)) {
                 uint4 o;
-                o.x = look2(s, v[u].x); o.y = look2(s, v[u].y); o.z = look2(s, v[u].z); o.w = look2(s, v[u].w);
+                o.x = look2(s, v[u].x & MASK); o.y = look2(s, v[u].y & MASK); o.z = look2(s, v[u].z & MASK); o.w = look2(s, v[u].w & MASK);
                 sty<HINTS>(yv + c, o);
             }
         }
@@ -154,63 +146,17 @@ __global__ void __launch_bounds__(BLOCK) k_lut(const u16* x, u16* y, const uint4
     if (MODE == 4) cluster_sync();  // no block leaves while its copy may still write a peer
 }
 
-// Session 32: the same kernel (tma staging + programmatic launch) over a 64 KiB table (the
-// index masked to 15 bits: the results are not checked), so that MB blocks of 1024 threads
-// fit on a multiprocessor (MB 2: 32 registers): what one block per multiprocessor costs.
+template <int MODE, int CL, int HINTS = 0>
+__global__ void __launch_bounds__(BLOCK) k_lut(const u16* x, u16* y, const uint4* lut, u64 nchunks, u32* ctr) {
+    lut_body<MODE, CL, HINTS, 0>(x, y, lut, nchunks, ctr);
+}
+
+// Session 32: MODE 5 (tma staging + programmatic launch, plain loads and stores) over a
+// 64 KiB table, so that MB blocks of 1024 threads fit on a multiprocessor (MB 2: 32
+// registers): what one block per multiprocessor costs.
 template <int MB>
 __global__ void __launch_bounds__(BLOCK, MB) k_half(const u16* x, u16* y, const uint4* lut, u64 nchunks, u32* ctr) {
-    __shared__ u32 gtk[2][NGROUPS];
-    __shared__ __align__(8) u64 bar;
-    const u64 ntiles = (nchunks + TILE - 1) / TILE;
-    const u32 grp = threadIdx.x / TK_THREADS;
-    const u32 tkl = threadIdx.x % TK_THREADS;
-    const uint4* xv = reinterpret_cast<const uint4*>(x);
-    uint4* yv = reinterpret_cast<uint4*>(y);
-    u32 t = blockIdx.x * NGROUPS + grp;
-    uint4 v[UNROLL];
-    const u32 b = smem_addr(&bar);
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    if (threadIdx.x == 0) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b));
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(LUT_BYTES / 2) : "memory");
-        const u32 q = LUT_BYTES / 8, first = blockIdx.x & 3u;
-        for (u32 i = 0; i < 4; ++i) {
-            const u32 j = (first + i) & 3u;
-            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                         :: "r"(smem_addr(lut_s4) + j * q), "l"(reinterpret_cast<const char*>(lut) + j * q), "r"(q), "r"(b) : "memory");
-        }
-    }
-    mbar_wait(b, 0);
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-    const u16* s = reinterpret_cast<const u16*>(lut_s4);
-    for (u32 k = 0;; ++k) {
-        if ((u64)t >= ntiles) break;
-        u32 nt = 0;
-        if (tkl == 0) nt = atomicAdd(ctr, 1u);
-        const u64 c0 = (u64)t * TILE + tkl;
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) { u64 c = c0 + (u64)u * TK_THREADS; if (c < nchunks) v[u] = *(xv + c); }
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            u64 c = c0 + (u64)u * TK_THREADS;
-            if (c < nchunks) {
-                uint4 o;
-                o.x = look2(s, v[u].x & 0x7FFF7FFFu); o.y = look2(s, v[u].y & 0x7FFF7FFFu);
-                o.z = look2(s, v[u].z & 0x7FFF7FFFu); o.w = look2(s, v[u].w & 0x7FFF7FFFu);
-                *(yv + c) = o;
-            }
-        }
-        if (tkl == 0) {
-            if ((u64)nt == ntiles - 1) atomicExch(ctr, 0u);
-            gtk[k & 1u][grp] = NTAKERS + nt;
-        }
-        asm volatile("bar.sync %0, %1;" ::"r"(1u + grp), "r"((u32)TK_THREADS) : "memory");
-        t = gtk[k & 1u][grp];
-    }
+    lut_body<5, 1, 3, 1>(x, y, lut, nchunks, ctr);
 }
 template <int MB> void launch_half(const u16* x, u16* y, const uint4* lut, u64 n, u32* ctr, int grid) {
     cudaLaunchConfig_t cfg = {};
