@@ -2,7 +2,7 @@
 //! sm_90 and writes its CUBIN, for `nvdisasm` instruction counts (bench/gpu_lab/sass.sh).
 //!
 //! `cargo run --release -p pwpa-cuda --example cubin -- OUT.cubin [key=value ...]`
-//! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, grad, taillut, full_lut, full_mid, pack, min_blocks, wsub, gw, repl, replt, swz, crepl, anchors,
+//! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, grad, taillut, full_lut, full_mid, lean, min_blocks, wsub, gw, repl, replt, swz, crepl, anchors,
 //! unroll, x (f32|f16|bf16), y. The defaults are the exp table's kernel (one piece of
 //! degree 3, exp2 tails on both sides, gathered tails, tickets per block).
 use pwpa::DType;
@@ -47,7 +47,7 @@ fn main() {
         taillut: false,
         full_lut: false,
         full_mid: false,
-        pack: false,
+        lean: false,
         min_blocks: 1,
         wsub: 0,
         gw: 1,
@@ -77,7 +77,7 @@ fn main() {
             "taillut" => s.taillut = n() != 0,
             "full_lut" => s.full_lut = n() != 0,
             "full_mid" => s.full_mid = n() != 0,
-            "pack" => s.pack = n() != 0,
+            "lean" => s.lean = n() != 0,
             "min_blocks" => s.min_blocks = n(),
             "wsub" => s.wsub = n(),
             "gw" => s.gw = n(),

@@ -37,8 +37,9 @@
 //                    results at either end is one entry, the index clamped): no piece index,
 //                    no Horner, no tails (not FUSED, not with TAILLUT); 2: the same with
 //                    a run of equal results in the middle as one entry too
-//   PACK             1 (FULLLUT with GRADMUL, 16-bit output): the vector loop takes a 32-bit
-//                    word's two elements at a time (full_pair)
+//   LEAN             1 (FULLLUT with GRADMUL, 16-bit output; every staged result finite):
+//                    a chunk with no NaN input and no infinite or NaN gradient takes a
+//                    short path (lean_pair) that cannot make a NaN; the others eval_one
 //   GRADMUL          1: backward pass, y = g * table(x) with g read from the `dy` argument
 //                    (an OUT_T array): the product rounded in f32, then to OUT_T
 //   IOH              the streams' cache hints (x, dy loads; y stores): 0 plain loads and
@@ -402,45 +403,6 @@ __device__ __forceinline__ float full_lookup(const Params& p, const Tab& tb, int
 }
 #endif
 
-#if PACK
-static_assert(FULLLUT && GRADMUL && IN_T != 0 && OUT_T != 0, "PACK: the 16-bit full-table backward pass");
-#if IN_T == 1
-#define PACK_XINF 0x7C00u
-#else
-#define PACK_XINF 0x7F80u
-#endif
-#if OUT_T == 1
-#define PACK_OINF 0x7C00u
-#define PACK_OCANON 0x7E00u
-#else
-#define PACK_OINF 0x7F80u
-#define PACK_OCANON 0x7FC0u
-#endif
-// The element of 16-bit pattern h: its entry, or NaN for a NaN input (found on the pattern,
-// without converting it to f32).
-__device__ __forceinline__ float full_at(const Params& p, const Tab& tb, u32 h) {
-    const float r = full_lookup(p, tb, ordf16_of(h));
-    return (h & 0x7FFFu) > PACK_XINF ? __uint_as_float(0x7FC00000u) : r;
-}
-// The two elements of an input word xw and gradient word gw: the same operations as
-// eval_one, the product and out_f, per element, but both products converted by one
-// cvt.rn.{f16,bf16}x2.f32 and NaN results made the canonical NaN on the packed word (a
-// half above the infinity pattern in magnitude carries into its bit 15).
-__device__ __forceinline__ u32 full_pair(const Params& p, const Tab& tb, u32 xw, u32 gw) {
-    const float y0 = __fmul_rn(out_in((out_t)(gw & 0xFFFFu)), full_at(p, tb, xw & 0xFFFFu));
-    const float y1 = __fmul_rn(out_in((out_t)(gw >> 16)), full_at(p, tb, xw >> 16));
-    u32 o;
-#if OUT_T == 1
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(o) : "f"(y1), "f"(y0));
-#else
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(o) : "f"(y1), "f"(y0));
-#endif
-    const u32 t = ((o & 0x7FFF7FFFu) + (0x7FFFu - PACK_OINF) * 0x10001u) & 0x80008000u;
-    const u32 m = (t >> 15) * 0xFFFFu;
-    return (o & ~m) | ((PACK_OCANON * 0x10001u) & m);
-}
-#endif
-
 // x is the input's value; h its f16 pattern (f16 inputs only).
 __device__ __forceinline__ void eval_one(const Params& p, const Tab& tb, float x, u32 h, float& y,
                                          float& dy) {
@@ -665,6 +627,66 @@ __device__ __forceinline__ float gchunk_get(const OutChunk& o, int k) {
 #else
     return out_in((out_t)((k & 1) ? (o.w[k >> 1] >> 16) : (o.w[k >> 1] & 0xFFFFu)));
 #endif
+}
+#endif
+
+#if LEAN
+static_assert(FULLLUT && GRADMUL && IN_T != 0 && OUT_T != 0, "LEAN: the 16-bit full-table backward pass");
+// A chunk's special elements, found with two half-precision FMAs per word: h * 0 + acc
+// is NaN for an infinite or NaN h and carries a NaN on, so an accumulator over the x words
+// and one over the gradient words end NaN in a half where an input was NaN or infinite
+// or a gradient was not finite. (An infinite input takes the full path without needing
+// to: rare.) Bit 15 of (|a| + LEAN_*NAN) is then set (magnitudes below 0x8000: no carry
+// crosses into the other half).
+#if IN_T == 1
+#define LEAN_XFMA "fma.rn.f16x2"
+#define LEAN_XNAN (0x8000u - 0x7C01u)
+#else
+#define LEAN_XFMA "fma.rn.bf16x2"
+#define LEAN_XNAN (0x8000u - 0x7F81u)
+#endif
+#if OUT_T == 1
+#define LEAN_GFMA "fma.rn.f16x2"
+#define LEAN_GNAN (0x8000u - 0x7C01u)
+#else
+#define LEAN_GFMA "fma.rn.bf16x2"
+#define LEAN_GNAN (0x8000u - 0x7F81u)
+#endif
+// Nonzero when the chunk may hold a NaN input or a gradient that is not finite: the only
+// ways g * r can be NaN when every staged result r is finite (the host's KernelSpec::lean).
+__device__ __forceinline__ u32 lean_special(const uint4& xin, const OutChunk& g) {
+    const u32* xw = reinterpret_cast<const u32*>(&xin);
+    u32 ax = 0u, ag = 0u;
+#pragma unroll
+    for (int i = 0; i < OW; ++i) {
+        asm(LEAN_XFMA " %0, %1, %2, %0;" : "+r"(ax) : "r"(xw[i]), "r"(0u));
+        asm(LEAN_GFMA " %0, %1, %2, %0;" : "+r"(ag) : "r"(g.w[i]), "r"(0u));
+    }
+    return (((ax & 0x7FFF7FFFu) + LEAN_XNAN * 0x10001u) | ((ag & 0x7FFF7FFFu) + LEAN_GNAN * 0x10001u)) &
+           0x80008000u;
+}
+// ordf16_of of a word's low and high half, from the sign-extended half s: s for s >= 0,
+// else ~(s & 0x7FFF) = s ^ 0x7FFF.
+__device__ __forceinline__ int lean_ord_lo(u32 w) {
+    const int s = (int)(short)(u16)(w & 0xFFFFu);
+    return s ^ ((s >> 31) & 0x7FFF);
+}
+__device__ __forceinline__ int lean_ord_hi(u32 w) {
+    return ((int)w >> 16) ^ (((int)w >> 31) & 0x7FFF);
+}
+// The two elements of an input word xw and gradient word gw without NaN handling (no NaN
+// can arise, see lean_special): eval_one's lookup and the f32 product per element, both
+// rounded to OUT_T by one cvt.rn.{f16,bf16}x2.f32 (out_f's rounding for non-NaN values).
+__device__ __forceinline__ u32 lean_pair(const Params& p, const Tab& tb, u32 xw, u32 gw) {
+    const float y0 = __fmul_rn(out_in((out_t)(gw & 0xFFFFu)), full_lookup(p, tb, lean_ord_lo(xw)));
+    const float y1 = __fmul_rn(out_in((out_t)(gw >> 16)), full_lookup(p, tb, lean_ord_hi(xw)));
+    u32 o;
+#if OUT_T == 1
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(o) : "f"(y1), "f"(y0));
+#else
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(o) : "f"(y1), "f"(y0));
+#endif
+    return o;
 }
 #endif
 
@@ -1007,31 +1029,32 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
 #if FUSED
                     OutChunk od;
 #endif
-#if PACK
-                    {
+#if LEAN
+                    if (lean_special(in[u], gin[u]) == 0u) {
                         const u32* xw = reinterpret_cast<const u32*>(&in[u]);
 #pragma unroll
-                        for (int i = 0; i < OW; ++i) o.w[i] = full_pair(p, tb, xw[i], gin[u].w[i]);
-                    }
-#else
+                        for (int i = 0; i < OW; ++i) o.w[i] = lean_pair(p, tb, xw[i], gin[u].w[i]);
+                    } else
+#endif
+                    {
 #pragma unroll
-                    for (int k2 = 0; k2 < VE; ++k2) {
-                        float r, d;
+                        for (int k2 = 0; k2 < VE; ++k2) {
+                            float r, d;
 #if COMPACT
-                        r = eval_core(p, tb, chunk_get(in[u], k2));  // no exp2-tail element
-                        d = 0.0f;
+                            r = eval_core(p, tb, chunk_get(in[u], k2));  // no exp2-tail element
+                            d = 0.0f;
 #else
-                        eval_one(p, tb, chunk_get(in[u], k2), chunk_raw(in[u], k2), r, d);
+                            eval_one(p, tb, chunk_get(in[u], k2), chunk_raw(in[u], k2), r, d);
 #endif
 #if GRADMUL
-                        r = __fmul_rn(gchunk_get(gin[u], k2), r);
+                            r = __fmul_rn(gchunk_get(gin[u], k2), r);
 #endif
-                        chunk_set(o, k2, r);
+                            chunk_set(o, k2, r);
 #if FUSED
-                        chunk_set(od, k2, d);
+                            chunk_set(od, k2, d);
 #endif
+                        }
                     }
-#endif
                     store_chunk(yv, c, o);
 #if FUSED
                     store_chunk(dyv, c, od);

@@ -148,6 +148,9 @@ pub(crate) struct TailLutHost {
     k_hi: i32,
     /// The left tail's entries (full table: the entries the middle run dropped).
     nleft: u32,
+    /// Every entry finite (a full table's backward pass may then take the kernel's
+    /// `LEAN` path).
+    finite: bool,
 }
 
 /// Signed ordinal of a 16-bit float pattern: monotone in its value for non-NaN patterns
@@ -225,6 +228,7 @@ fn tail_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
     }
     Some(TailLutHost {
         nleft: l.len() as u32,
+        finite: out.iter().all(|v| v.is_finite()),
         vals: out,
         k_lo: first[0],
         k_hi: first[1],
@@ -297,6 +301,7 @@ fn full_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
         (0, 0)
     };
     Some(TailLutHost {
+        finite: vals.iter().all(|v| v.is_finite()),
         vals,
         k_lo: k_min + lead as i32,
         k_hi: mid as i32,
@@ -441,11 +446,12 @@ pub struct KernelSpec {
     /// inputs around 0) is one entry as well, which the index skips (the kernel's
     /// `FULLLUT 2`).
     pub full_mid: bool,
-    /// With `full_lut`, 16-bit gradients and output (the backward pass of bf16/f16): the
-    /// elements of a 32-bit word two at a time (one conversion of both products, NaN
-    /// inputs and outputs found on the words; the kernel's `PACK`). Experimental, off
-    /// unless `PWPA_CUDA_PACK=1` (not yet measured: session 32).
-    pub pack: bool,
+    /// With `full_lut`, 16-bit gradients and output (the backward pass of bf16/f16) and
+    /// every staged result finite: a 16-byte chunk with no NaN input and no infinite or
+    /// NaN gradient, where no product can be NaN, takes a short path without the NaN
+    /// handling, its products rounded two at a time (the kernel's `LEAN`); see
+    /// [`CudaTable::spec`].
+    pub lean: bool,
     /// Blocks per multiprocessor the kernel's registers must allow (its launch bounds;
     /// 1: 64 registers per thread at 1024 threads). 2 for the backward pass through a
     /// full result table that leaves room in shared memory for two blocks, with one
@@ -749,11 +755,11 @@ impl KernelSpec {
             None => s.push_str("#define FUSED 0\n#define DEG2 0\n#define NQ2 1\n#define TW2 0\n#define HASA2 1\n#define LT2 0\n#define RT2 0\n#define LXD2 1\n#define RXD2 1\n"),
         }
         s.push_str(&format!(
-            "#define GW {}\n#define IOH {}\n#define MINB {}\n#define PACK {}\n",
+            "#define GW {}\n#define IOH {}\n#define MINB {}\n#define LEAN {}\n",
             self.gw,
             self.io_hints(),
             self.min_blocks,
-            self.pack as u32
+            self.lean as u32
         ));
         s.push_str(PDL_CUH);
         s.push_str(PWPA_CU);
@@ -1501,7 +1507,7 @@ impl CudaTable {
             taillut: false,
             full_lut: false,
             full_mid: false,
-            pack: false,
+            lean: false,
             min_blocks: 1,
             wsub: 0,
             gw: 1,
@@ -1509,12 +1515,27 @@ impl CudaTable {
             fast_group: false,
         };
         if let Some((bytes, mid)) = full_bytes {
-            let spec = KernelSpec {
+            // The backward pass of 16-bit gradients through a table of finite results:
+            // chunks where no product can be NaN skip the NaN handling (the kernel's
+            // LEAN, KernelSpec::lean). PWPA_CUDA_LEAN=0 turns it off (tuning).
+            // Only with one block per multiprocessor: measured on an H200 (2026-11-28,
+            // session 33, bench/gpu_lab/bwd16_ab.sh, 2^28, randn·4, two interleaved rounds
+            // against PWPA_CUDA_LEAN=0), f16 silu, tanh, gelu, sigmoid 0.385-0.387 ->
+            // 0.378-0.380 ms, exp 0.392 -> 0.389 (one block, 144-177 KB tables); but the
+            // two-block kernels of one chunk lost a little: bf16 0.3674-0.3685 ->
+            // 0.3683-0.3694, f16 reciprocal 0.3694-0.3698 -> 0.3699-0.3700.
+            static LEAN: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+            let mut spec = KernelSpec {
                 full_lut: true,
                 full_mid: mid,
                 wsub: wsub_override().unwrap_or(0),
                 ..base
             };
+            spec.lean = grad
+                && y_dtype != DType::F32
+                && env_value(&LEAN, "PWPA_CUDA_LEAN", |b| *b <= 1) != Some(0)
+                && !self.full_two_blocks(&spec, bytes)
+                && self.host_lut(x_dtype, true).is_some_and(|h| h.finite);
             return (spec, bytes);
         }
         let taillut = tl_bytes.is_some_and(|b| rec1 + idx + b <= smem_limit);
@@ -1802,6 +1823,17 @@ impl CudaTable {
             },
             smem,
         )
+    }
+
+    /// Whether the backward pass of 16-bit gradients through a full result table of
+    /// `smem` bytes runs two blocks of one chunk per multiprocessor (see `launch_eval`).
+    fn full_two_blocks(&self, spec: &KernelSpec, smem: usize) -> bool {
+        spec.full_lut
+            && spec.grad
+            && spec.y_dtype != DType::F32
+            && spec.block == 1024
+            && fast_memory(self.backend.peak_bandwidth())
+            && fits_two_blocks(smem, self.backend.shared_memory_optin())
     }
 
     /// For 16-bit inputs of `dtype` (computed on first use): the exp2-tail results, or
@@ -2097,23 +2129,12 @@ impl CudaTable {
         // 0.366 (eager silu 0.379, tanh 0.367); f16 elu 0.380 -> 0.372, reciprocal 0.377
         // -> 0.369. f16 tables of 144-177 KB keep one block and two chunks: one chunk
         // there was much slower (PWPA_CUDA_UNROLL=1: silu 0.389 -> 0.446).
-        let two_blocks = spec.full_lut
-            && y_dtype != DType::F32
-            && spec.block == 1024
-            && fast_memory(self.backend.peak_bandwidth())
-            && fits_two_blocks(smem, self.backend.shared_memory_optin());
+        let two_blocks = self.full_two_blocks(&spec, smem);
         // PWPA_CUDA_MINB=2 asks for launch bounds of two blocks anyway (tuning, with
         // PWPA_CUDA_UNROLL=1: the polynomial kernel in 32 registers).
         static MINB: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
         spec.min_blocks = env_value(&MINB, "PWPA_CUDA_MINB", |b| [1, 2].contains(b))
             .unwrap_or(if two_blocks { 2 } else { 1 });
-        // PWPA_CUDA_PACK=1 (lab, not yet measured): the full table's backward pass of
-        // 16-bit gradients two elements at a time.
-        static PACK: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-        spec.pack = spec.full_lut
-            && grad
-            && y_dtype != DType::F32
-            && env_value(&PACK, "PWPA_CUDA_PACK", |b| *b <= 1) == Some(1);
         let cap = if two_blocks {
             1
         } else if grad && ((x16 && y_dtype == DType::F32) || spec.compact || spec.full_lut) {
@@ -2646,6 +2667,7 @@ mod tests {
             ),
             (Tail::Clamp, Tail::Clamp),
         ];
+        let mut seen_finite = [false; 2];
         for (left, right) in tails {
             // Coefficients whose result at -0 differs from +0's (c0 = -0 at piece 2's
             // anchor 0): t = x - 0 keeps the sign, and -0 + -0 = -0 but -0 + +0 = +0.
@@ -2675,6 +2697,13 @@ mod tests {
                             "{dt} input {bits:#06x} ({left:?}, {right:?})"
                         );
                     }
+                    // LEAN's condition: every non-NaN input's result finite.
+                    let finite = (0..=u16::MAX)
+                        .map(|bits| value16(dt, bits))
+                        .filter(|x| !x.is_nan())
+                        .all(|x| t.eval_f32(x).is_finite());
+                    assert_eq!(h.finite, finite, "{dt} ({left:?}, {right:?})");
+                    seen_finite[finite as usize] = true;
                     let n = h.vals.len();
                     assert!(n >= 2 && h.vals[0] != h.vals[1] && h.vals[n - 1] != h.vals[n - 2]);
                     // bf16's ~100 binades of tiny inputs give equal results where x -
@@ -2692,6 +2721,11 @@ mod tests {
                 }
             }
         }
+        assert_eq!(
+            seen_finite,
+            [true, true],
+            "tables with and without infinite results"
+        );
         // ±0 are neighbours, monotone ordinals around them.
         assert_eq!(
             (ord16_full(0x8000), ord16_full(0), ord16_full(0x8001)),

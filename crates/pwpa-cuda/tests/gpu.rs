@@ -710,7 +710,24 @@ fn backward_grad_mul_matches_cpu() {
     let mut checked = 0;
     let mut full = 0;
     let mut mid = 0;
-    for t in tables(8, 24) {
+    let mut lean16 = 0;
+    // And a table of finite results with nearly every f16 input on [-16, 16] its own
+    // result (~150 KB: one block per multiprocessor, where f16 takes LEAN).
+    let b16 = pwpa::Breakpoints::uniform(-16.0, 16.0, 64).unwrap();
+    let c16: Vec<f32> = (0..64 * 4)
+        .map(|k| [0.011, -0.023, 0.31, 0.5][k % 4] * (1.0 + (k / 4) as f32 / 64.0))
+        .collect();
+    let constant = |value: f32| pwpa::Tail::Constant { value };
+    let big16 = Table::new(
+        b16.clone(),
+        3,
+        Table::midpoint_anchors(&b16),
+        c16,
+        constant(-0.25),
+        constant(2.0),
+    )
+    .unwrap();
+    for t in tables(8, 24).into_iter().chain([big16]) {
         let mut ct = CudaTable::new(&b, &t).unwrap();
         // Odd length: scalar head and tail around the vector region.
         let xs = random_inputs(&mut r, &t, 30_001);
@@ -729,6 +746,9 @@ fn backward_grad_mul_matches_cpu() {
             full += uses_full as usize;
             // The middle run of tiny inputs cut to one entry (FULLLUT 2).
             mid += spec.full_mid as usize;
+            // The short path for chunks without NaN inputs or non-finite gradients.
+            assert!(!spec.lean || uses_full);
+            lean16 += ct.spec(DType::F16, DType::F16, None, true).0.lean as usize;
             let bx: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
             let gb: Vec<bf16> = random_grads(&mut r, bx.len());
             check_grad(&ct, &t, &bx, &gb, &format!("{k}: every bf16 x, bf16 grad"));
@@ -745,6 +765,10 @@ fn backward_grad_mul_matches_cpu() {
     assert!(checked >= 5);
     assert!(full >= 2, "{full} of {checked} tables used the full table");
     assert!(mid >= 1, "{mid} of {full} full tables cut their middle run");
+    // (PWPA_CUDA_LEAN=0 turns the short path off: scripts/gpu_run.sh checks that way too.)
+    if std::env::var("PWPA_CUDA_LEAN").as_deref() != Ok("0") {
+        assert!(lean16 >= 1, "{lean16} f16 full tables took the short path");
+    }
     // Linear tails on both sides: nearly every input has its own result.
     let b2 = pwpa::Breakpoints::uniform(-3.0, 2.0, 16).unwrap();
     let coeffs: Vec<f32> = (0..16 * 3).map(|k| 0.25 - 0.01 * k as f32).collect();
@@ -765,6 +789,8 @@ fn backward_grad_mul_matches_cpu() {
     assert!(!s16.full_lut);
     let sb = ct.spec(DType::BF16, DType::BF16, None, true).0;
     assert!(sb.full_lut && sb.full_mid);
+    // Infinite results at ±Inf: every chunk through the NaN handling.
+    assert!(!sb.lean);
     let bx: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
     let gb: Vec<bf16> = random_grads(&mut r, bx.len());
     check_grad(&ct, &t, &bx, &gb, "linear tails: every bf16 x, bf16 grad");
