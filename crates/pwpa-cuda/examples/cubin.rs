@@ -3,7 +3,7 @@
 //!
 //! `cargo run --release -p pwpa-cuda --example cubin -- OUT.cubin [key=value ...]`
 //! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, grad, taillut, full_lut, full_mid, lean, min_blocks, wsub, gw, repl, replt, swz, crepl, anchors,
-//! unroll, x (f32|f16|bf16), y. The defaults are the exp table's kernel (one piece of
+//! unroll, x (f32|f16|bf16), y, arch (sm_XX's number, 90 unless given). The defaults are the exp table's kernel (one piece of
 //! degree 3, exp2 tails on both sides, gathered tails, tickets per block).
 use pwpa::DType;
 use pwpa_cuda::{compile, KernelSpec};
@@ -54,6 +54,7 @@ fn main() {
         tile_grid: false,
         fast_group: false,
     };
+    let mut arch = 90u32;
     for a in args {
         let Some((k, v)) = a.split_once('=') else {
             eprintln!("not key=value: {a}");
@@ -92,6 +93,7 @@ fn main() {
             "crepl" => s.crepl = n(),
             "anchors" => s.anchors = n() != 0,
             "unroll" => s.unroll = n(),
+            "arch" => arch = n(),
             "x" => s.x_dtype = dtype(v),
             "y" => s.y_dtype = dtype(v),
             _ => {
@@ -101,14 +103,12 @@ fn main() {
         }
     }
     let opts: Vec<String> = [
-        "--gpu-architecture=sm_90",
-        "--fmad=false",
-        "--std=c++17",
-        "--ptxas-options=-v",
+        format!("--gpu-architecture=sm_{arch}"),
+        "--fmad=false".into(),
+        "--std=c++17".into(),
+        "--ptxas-options=-v".into(),
     ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    .to_vec();
     match compile::compile("pwpa_eval", &s.source(), &opts, true) {
         Ok(c) => {
             eprint!("{}", c.log);

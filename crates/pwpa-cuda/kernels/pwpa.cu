@@ -630,6 +630,11 @@ __device__ __forceinline__ float gchunk_get(const OutChunk& o, int k) {
 }
 #endif
 
+#if LEAN && __CUDA_ARCH__ < 800
+// The packed conversions and bf16x2 FMAs below need sm_80: older devices take the full path.
+#undef LEAN
+#define LEAN 0
+#endif
 #if LEAN
 static_assert(FULLLUT && GRADMUL && IN_T != 0 && OUT_T != 0, "LEAN: the 16-bit full-table backward pass");
 // A chunk's special elements, found with two half-precision FMAs per word: h * 0 + acc
@@ -665,6 +670,54 @@ __device__ __forceinline__ u32 lean_special(const uint4& xin, const OutChunk& g)
     return (((ax & 0x7FFF7FFFu) + LEAN_XNAN * 0x10001u) | ((ag & 0x7FFF7FFFu) + LEAN_GNAN * 0x10001u)) &
            0x80008000u;
 }
+#if FULLLUT == 1
+// The parts of the lookup that stay the same through a launch: the shared-memory address
+// of the entry of ordinal 0 (only clamped ordinals index from it) and the first and last
+// entries' ordinals in both 16-bit halves.
+struct LeanTab {
+    u32 base, lo2, hi2;
+};
+// (Computed once, through volatile moves: NVVM otherwise sank the arithmetic into the
+// branch that uses it, 9 instructions per chunk.)
+__device__ __forceinline__ u32 lean_keep(u32 v) {
+    u32 r;
+    asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(v));
+    return r;
+}
+__device__ __forceinline__ LeanTab lean_tab(const Params& p, const Tab& tb) {
+    return {lean_keep((u32)__cvta_generic_to_shared(tb.tlut) - 4u * (u32)p.tk_lo),
+            lean_keep((u32)(p.tk_lo & 0xFFFF) * 0x10001u),
+            lean_keep((u32)((p.tk_lo + (int)p.tl_total - 1) & 0xFFFF) * 0x10001u)};
+}
+// Both halves' ordinals (ordf16_of) at once, as two signed 16-bit lanes: a negative half h
+// becomes h ^ 0x7FFF, whose sign-extension is ~(h & 0x7FFF) (prmt's mode bit copies each
+// half's sign over its two bytes), clamped to the table's entries with 16x2 max and min
+// (the ordinals of ±Inf, -31745 and 31744, fit in 16 bits).
+__device__ __forceinline__ u32 lean_ords(u32 w, const LeanTab& lt) {
+    u32 m;
+    asm("prmt.b32 %0, %1, 0, 0xBB99;" : "=r"(m) : "r"(w));
+    u32 k = w ^ (m & 0x7FFF7FFFu);
+#if __CUDA_ARCH__ >= 900
+    asm("max.s16x2 %0, %0, %1;" : "+r"(k) : "r"(lt.lo2));
+    asm("min.s16x2 %0, %0, %1;" : "+r"(k) : "r"(lt.hi2));
+#else
+    k = __vmins2(__vmaxs2(k, lt.lo2), lt.hi2);
+#endif
+    return k;
+}
+__device__ __forceinline__ float lean_entry(const LeanTab& lt, int k) {
+    float r;
+    asm("ld.shared.f32 %0, [%1];" : "=f"(r) : "r"(lt.base + 4u * (u32)k));
+    return r;
+}
+// The two elements of an input word xw and gradient word gw without NaN handling (no NaN
+// can arise, see lean_special): eval_one's entry and the f32 product per element, both
+// rounded to OUT_T by one cvt.rn.{f16,bf16}x2.f32 (out_f's rounding for non-NaN values).
+__device__ __forceinline__ u32 lean_pair(const LeanTab& lt, u32 xw, u32 gw) {
+    const u32 k = lean_ords(xw, lt);
+    const float y0 = __fmul_rn(out_in((out_t)(gw & 0xFFFFu)), lean_entry(lt, (int)(short)(u16)(k & 0xFFFFu)));
+    const float y1 = __fmul_rn(out_in((out_t)(gw >> 16)), lean_entry(lt, (int)k >> 16));
+#else
 // ordf16_of of a word's low and high half, from the sign-extended half s: s for s >= 0,
 // else ~(s & 0x7FFF) = s ^ 0x7FFF.
 __device__ __forceinline__ int lean_ord_lo(u32 w) {
@@ -674,12 +727,11 @@ __device__ __forceinline__ int lean_ord_lo(u32 w) {
 __device__ __forceinline__ int lean_ord_hi(u32 w) {
     return ((int)w >> 16) ^ (((int)w >> 31) & 0x7FFF);
 }
-// The two elements of an input word xw and gradient word gw without NaN handling (no NaN
-// can arise, see lean_special): eval_one's lookup and the f32 product per element, both
-// rounded to OUT_T by one cvt.rn.{f16,bf16}x2.f32 (out_f's rounding for non-NaN values).
+// As above, with the middle run's index (full_lookup) per element.
 __device__ __forceinline__ u32 lean_pair(const Params& p, const Tab& tb, u32 xw, u32 gw) {
     const float y0 = __fmul_rn(out_in((out_t)(gw & 0xFFFFu)), full_lookup(p, tb, lean_ord_lo(xw)));
     const float y1 = __fmul_rn(out_in((out_t)(gw >> 16)), full_lookup(p, tb, lean_ord_hi(xw)));
+#endif
     u32 o;
 #if OUT_T == 1
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(o) : "f"(y1), "f"(y0));
@@ -867,6 +919,9 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
     if (threadIdx.x == 0) tk[0] = t0;
 #endif
     Tab tb = stage(p);  // ends with a barrier (tk[0] is visible)
+#if LEAN && FULLLUT == 1
+    const LeanTab lt = lean_tab(p, tb);
+#endif
     const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u64 stride = (u64)gridDim.x * blockDim.x;
 
@@ -1033,7 +1088,12 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                     if (lean_special(in[u], gin[u]) == 0u) {
                         const u32* xw = reinterpret_cast<const u32*>(&in[u]);
 #pragma unroll
-                        for (int i = 0; i < OW; ++i) o.w[i] = lean_pair(p, tb, xw[i], gin[u].w[i]);
+                        for (int i = 0; i < OW; ++i)
+#if FULLLUT == 1
+                            o.w[i] = lean_pair(lt, xw[i], gin[u].w[i]);
+#else
+                            o.w[i] = lean_pair(p, tb, xw[i], gin[u].w[i]);
+#endif
                     } else
 #endif
                     {

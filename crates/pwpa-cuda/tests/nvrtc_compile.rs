@@ -264,6 +264,10 @@ fn every_specialisation_compiles_for_sm90() {
     // 16-bit-gradient kind with LEAN (tables of finite results) and without.
     for (xd, yd, unroll, wsub, mid) in [
         (DType::BF16, DType::BF16, 2u32, 0u32, false),
+        (DType::F16, DType::F16, 2, 0, false),
+        (DType::F16, DType::F16, 2, 0, true),
+        (DType::BF16, DType::BF16, 2, 0, true),
+        (DType::F16, DType::BF16, 2, 0, false),
         (DType::F16, DType::F16, 2, 2, false),
         (DType::F16, DType::F32, 2, 0, false),
         (DType::BF16, DType::F32, 2, 0, true),
@@ -491,5 +495,47 @@ fn stream_cache_hints_follow_the_kernel_mode() {
             evict_first_stores,
             "{spec:?}: evict-first stores expected: {evict_first_stores}"
         );
+    }
+}
+
+/// The full-table backward kernels with LEAN for devices before sm_90 (16x2 min/max from
+/// the SIMD intrinsics) and before sm_80 (no packed conversions or bf16x2 FMAs: the kernel
+/// drops LEAN and takes the full path): they compile, without spills.
+#[test]
+fn lean_kernels_compile_for_older_devices() {
+    if !nvrtc_or_skip("the NVRTC compile test (older devices)") {
+        return;
+    }
+    for arch in ["sm_75", "sm_80", "sm_86"] {
+        for (xd, yd, mid) in [
+            (DType::F16, DType::F16, false),
+            (DType::BF16, DType::BF16, true),
+            (DType::F16, DType::BF16, false),
+        ] {
+            let spec = KernelSpec {
+                unroll: 2,
+                smem_rec: false,
+                smem_idx: false,
+                grad: true,
+                full_lut: true,
+                full_mid: mid,
+                lean: true,
+                ..large_block_spec(xd, yd)
+            };
+            let o: Vec<String> = opts(&[])
+                .into_iter()
+                .map(|o| {
+                    if o.starts_with("--gpu-architecture=") {
+                        format!("--gpu-architecture={arch}")
+                    } else {
+                        o
+                    }
+                })
+                .collect();
+            let c = compile::compile("pwpa_eval", &spec.source(), &o, true)
+                .unwrap_or_else(|e| panic!("{arch} {spec:?}: {e}"));
+            let s = spills(&c.log);
+            assert!(s.is_empty(), "{arch} {spec:?} spills: {s:?}");
+        }
     }
 }
