@@ -40,6 +40,8 @@
 //   LEAN             1 (FULLLUT with GRADMUL, 16-bit output; every staged result finite):
 //                    a chunk with no NaN input and no infinite or NaN gradient takes a
 //                    short path (lean_pair) that cannot make a NaN; the others eval_one
+//   STAGE4           1: the TAILLUT/FULLLUT results staged by bulk copies on sm_90
+//                    (experimental: PWPA_CUDA_STAGE4=1)
 //   GRADMUL          1: backward pass, y = g * table(x) with g read from the `dy` argument
 //                    (an OUT_T array): the product rounded in f32, then to OUT_T
 //   IOH              the streams' cache hints (x, dy loads; y stores): 0 plain loads and
@@ -772,6 +774,10 @@ __device__ __forceinline__ float4* stage_planes(float4* cur, const float4* src, 
 }
 
 __device__ __forceinline__ Tab stage(const Params& p) {
+#if STAGE4 && (TAILLUT || FULLLUT) && __CUDA_ARCH__ >= 900
+    __shared__ __align__(8) unsigned long long stage_mbar;
+    u32 stage_bar;
+#endif
     Tab tb;
     tb.rec = p.rec;
     tb.rec2 = p.rec2;
@@ -787,7 +793,35 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 #if TAILLUT || FULLLUT
     {
         float* tl = reinterpret_cast<float*>(cur);
+#if STAGE4 && __CUDA_ARCH__ >= 900
+        // By bulk copies (as lut.cu stages its table): thread 0 starts them here, in four
+        // pieces taken in an order that differs between neighbouring blocks, and every
+        // thread waits for them at the end of stage(). A full table of 177 KB took 44
+        // dependent rounds of 4-byte loads per thread. p.tlut starts a device allocation
+        // (16-byte aligned); the last 0-3 entries are copied by threads.
+        const u32 nb = (p.tl_total / 4u) * 16u;
+        stage_bar = (u32)__cvta_generic_to_shared(&stage_mbar);
+        if (threadIdx.x == 0) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(stage_bar) : "memory");
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(stage_bar), "r"(nb)
+                         : "memory");
+            const u32 q = ((nb / 4u) + 15u) & ~15u, dst = (u32)__cvta_generic_to_shared(tl);
+            for (u32 i = 0; i < 4u; ++i) {
+                const u32 j = (blockIdx.x + i) & 3u, off = j * q;
+                if (off < nb)
+                    asm volatile(
+                        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                        ::"r"(dst + off), "l"(reinterpret_cast<const char*>(p.tlut) + off), "r"(min(q, nb - off)),
+                        "r"(stage_bar)
+                        : "memory");
+            }
+        }
+        for (u32 k = nb / 4u + threadIdx.x; k < p.tl_total; k += blockDim.x) tl[k] = p.tlut[k];
+#else
         for (u32 k = threadIdx.x; k < p.tl_total; k += blockDim.x) tl[k] = p.tlut[k];
+#endif
         tb.tlut = tl;
         cur += (p.tl_total + 3u) / 4u;
     }
@@ -821,6 +855,15 @@ __device__ __forceinline__ Tab stage(const Params& p) {
     }
 #endif
     __syncthreads();
+#if STAGE4 && (TAILLUT || FULLLUT) && __CUDA_ARCH__ >= 900
+    // The bulk copies' completion (the barrier above ordered the mbarrier's initialisation
+    // before every wait).
+    for (u32 done = 0; !done;)
+        asm volatile("{ .reg .pred q; mbarrier.try_wait.parity.shared::cta.b64 q, [%1], 0; selp.u32 %0, 1, 0, q; }"
+                     : "=r"(done)
+                     : "r"(stage_bar)
+                     : "memory");
+#endif
     pdl_wait();  // only the uploaded tables were read so far (pdl.cuh)
     return tb;
 }

@@ -755,11 +755,12 @@ impl KernelSpec {
             None => s.push_str("#define FUSED 0\n#define DEG2 0\n#define NQ2 1\n#define TW2 0\n#define HASA2 1\n#define LT2 0\n#define RT2 0\n#define LXD2 1\n#define RXD2 1\n"),
         }
         s.push_str(&format!(
-            "#define GW {}\n#define IOH {}\n#define MINB {}\n#define LEAN {}\n",
+            "#define GW {}\n#define IOH {}\n#define MINB {}\n#define LEAN {}\n#define STAGE4 {}\n",
             self.gw,
             self.io_hints(),
             self.min_blocks,
-            self.lean as u32
+            self.lean as u32,
+            stage4() as u32
         ));
         s.push_str(PDL_CUH);
         s.push_str(PWPA_CU);
@@ -889,6 +890,16 @@ fn fast_group(
 fn fits_two_blocks(smem: usize, smem_limit: usize) -> bool {
     let per_block = |dynamic: usize| dynamic + crate::STATIC_SMEM_RESERVE + 1024;
     2 * per_block(smem) <= per_block(smem_limit)
+}
+
+/// `PWPA_CUDA_STAGE4=1` (experimental, session 33, not yet run on a device): the kernel
+/// stages a result table (TAILLUT, FULLLUT) by bulk copies on sm_90, as the 16-bit
+/// forward kernel stages its table, instead of one 4-byte load per thread and round (44
+/// dependent rounds for a 177 KB f16 derivative table). Read once per process, like the
+/// other tuning variables.
+fn stage4() -> bool {
+    static STAGE4: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    env_value(&STAGE4, "PWPA_CUDA_STAGE4", |b| *b <= 1) == Some(1)
 }
 
 /// Whether a device of this peak bandwidth gets the fast-memory rules.
