@@ -446,8 +446,8 @@ pub struct KernelSpec {
     /// inputs around 0) is one entry as well, which the index skips (the kernel's
     /// `FULLLUT 2`).
     pub full_mid: bool,
-    /// With `full_lut`, 16-bit gradients and output (the backward pass of bf16/f16) and
-    /// every staged result finite: a 16-byte chunk with no NaN input and no infinite or
+    /// With `full_lut` (not `full_mid`), 16-bit gradients and output (the backward pass
+    /// of bf16/f16) and every staged result finite: a 16-byte chunk with no NaN input and no infinite or
     /// NaN gradient, where no product can be NaN, takes a short path without the NaN
     /// handling, its products rounded two at a time (the kernel's `LEAN`); see
     /// [`CudaTable::spec`].
@@ -1543,7 +1543,10 @@ impl CudaTable {
                 wsub: wsub_override().unwrap_or(0),
                 ..base
             };
+            // Not with a middle run cut (FULLLUT 2; bf16 where it keeps one block): that
+            // version never ran on a device (session 33) and was dropped.
             spec.lean = grad
+                && !mid
                 && y_dtype != DType::F32
                 && env_value(&LEAN, "PWPA_CUDA_LEAN", |b| *b <= 1) != Some(0)
                 && !self.full_two_blocks(&spec, bytes)
