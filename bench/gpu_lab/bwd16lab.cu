@@ -268,8 +268,6 @@ int main(int argc, char** argv) {
     const char* names[] = {"memcpy x1.5", "eager-like", "direct U1", "direct U2", "tma"};
     const int NV = 5;
     std::vector<std::vector<float>> ts(NV);
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
     for (int r = 0; r < rounds + 1; ++r) {
         for (int vi = 0; vi < NV; ++vi) {
             auto run = [&]() {
@@ -281,15 +279,8 @@ int main(int argc, char** argv) {
                     case 4: k_tma<<<sms, BLOCK, TB + ring>>>(x, g, y, ntiles, ctr, klo, (const float4*)tbl); break;
                 }
             };
-            run();
-            CK(cudaEventRecord(e0));
-            for (int k = 0; k < CALLS; ++k) run();
-            CK(cudaEventRecord(e1));
-            CK(cudaEventSynchronize(e1));
-            CK(cudaGetLastError());
-            float ms;
-            CK(cudaEventElapsedTime(&ms, e0, e1));
-            if (r > 0) ts[vi].push_back(ms * 1000.0f / CALLS * (vi == 0 ? 1.5f : 1.0f));
+            const float us = us_per_call(run, CALLS);
+            if (r > 0) ts[vi].push_back(us * (vi == 0 ? 1.5f : 1.0f));
             if (r == 0 && vi >= 2) {
                 CK(cudaMemset(bad, 0, 8));
                 k_cmp<<<(unsigned)((n + 255) / 256), 256>>>(y, yr, n, bad);

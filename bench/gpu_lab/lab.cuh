@@ -17,3 +17,19 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
                      : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     }
 }
+// Microseconds per call of `calls` back-to-back calls of `run` after one warm-up call,
+// between two events on the default stream.
+template <class F>
+float us_per_call(F&& run, int calls) {
+    static cudaEvent_t e0 = nullptr, e1 = nullptr;
+    if (!e0) { CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1)); }
+    run();
+    CK(cudaEventRecord(e0));
+    for (int k = 0; k < calls; ++k) run();
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaGetLastError());
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms * 1000.0f / calls;
+}

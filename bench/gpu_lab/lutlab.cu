@@ -252,7 +252,6 @@ int main(int argc, char** argv) {
     const int g0 = grid_for<0, 1>(c), g1 = grid_for<1, 1>(c), g2 = grid_for<2, 1>(c), g3 = grid_for<3, 1>(c);
     const int g4 = grid_for<4, 2>(c), g5 = grid_for<4, 4>(c), g6 = grid_for<5, 1>(c), g7 = grid_for<6, 1>(c);
     printf("grids: plain %d, tma %d, mc2 %d, mc4 %d\n", g0, g2, g4, g5);
-    cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
     if (argc > 3 && !strcmp(argv[3], "place")) {
         // Hints x output placement: four output buffers (allocated after x and y), each
         // variant into each, pdl mode, bf16 patterns.
@@ -274,13 +273,7 @@ int main(int argc, char** argv) {
                             else if (h == 2) launch<5, 1, 2>(cb, g6); else if (h == 3) launch<5, 1, 3>(cb, g6);
                             else k_eager<<<(unsigned)((n / 8 + 1023) / 1024), 256>>>((const uint4*)x, (uint4*)outs[b], n / 8);
                         };
-                        go();
-                        CK(cudaEventRecord(e0));
-                        for (int k = 0; k < CALLS; ++k) go();
-                        CK(cudaEventRecord(e1));
-                        CK(cudaEventSynchronize(e1));
-                        float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
-                        ts.push_back(ms * 1000.0f / CALLS);
+                        ts.push_back(us_per_call(go, CALLS));
                     }
                     std::sort(ts.begin(), ts.end());
                     printf("  %s %.2f", hn[h], ts[ts.size() / 2]);
@@ -322,14 +315,8 @@ int main(int argc, char** argv) {
                         case 14: launch_half<2>(x, y, lut, n, ctr, 2 * c.sms); break;
                     }
                 };
-                run();
-                CK(cudaEventRecord(e0));
-                for (int k = 0; k < CALLS; ++k) run();
-                CK(cudaEventRecord(e1));
-                CK(cudaEventSynchronize(e1));
-                CK(cudaGetLastError());
-                float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
-                if (r > 0) ts[vi].push_back(ms * 1000.0f / CALLS);
+                const float us = us_per_call(run, CALLS);
+                if (r > 0) ts[vi].push_back(us);
                 if (vi >= 3 && vi != 11 && vi != 12 && vi < 13 && r == 0) {
                     CK(cudaMemcpy(hy.data(), y, n * 2, cudaMemcpyDeviceToHost));
                     u64 bad = 0;

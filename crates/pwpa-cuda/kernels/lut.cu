@@ -41,29 +41,9 @@ __device__ __forceinline__ void stage_lut(const uint4* lut) {
 #if __CUDA_ARCH__ >= 900
     __shared__ __align__(8) unsigned long long bar;
     const u32 b = (u32)__cvta_generic_to_shared(&bar);
-    if (threadIdx.x == 0) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(131072u) : "memory");
-        const u32 q = 32768u, dst = (u32)__cvta_generic_to_shared(lut_s4);
-        for (u32 i = 0; i < 4u; ++i) {
-            const u32 j = (blockIdx.x + i) & 3u;
-            asm volatile(
-                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                ::"r"(dst + j * q), "l"(reinterpret_cast<const char*>(lut) + j * q), "r"(q), "r"(b)
-                : "memory");
-        }
-    }
+    if (threadIdx.x == 0) bulk_start(b, (u32)__cvta_generic_to_shared(lut_s4), lut, 131072u);
     __syncthreads();  // the barrier is initialised before anyone waits on it
-    u32 done = 0;
-    while (!done) {
-        asm volatile(
-            "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
-            : "=r"(done)
-            : "r"(b)
-            : "memory");
-    }
+    bulk_wait(b);
 #else
     for (u32 k = threadIdx.x; k < 8192u; k += blockDim.x) lut_s4[k] = __ldg(lut + k);
     __syncthreads();

@@ -779,30 +779,13 @@ __device__ __forceinline__ Tab stage(const Params& p) {
     {
         float* tl = reinterpret_cast<float*>(cur);
 #if STAGE4 && __CUDA_ARCH__ >= 900
-        // By bulk copies (as lut.cu stages its table): thread 0 starts them here, in four
-        // pieces taken in an order that differs between neighbouring blocks, and every
-        // thread waits for them at the end of stage(). A full table of 177 KB took 44
+        // By bulk copies (bulk_start, pdl.cuh, as lut.cu stages its table): thread 0 starts
+        // them here and every thread waits for them at the end of stage(). A full table of 177 KB took 44
         // dependent rounds of 4-byte loads per thread. p.tlut starts a device allocation
         // (16-byte aligned); the last 0-3 entries are copied by threads.
         const u32 nb = (p.tl_total / 4u) * 16u;
         stage_bar = (u32)__cvta_generic_to_shared(&stage_mbar);
-        if (threadIdx.x == 0) {
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(stage_bar) : "memory");
-            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(stage_bar), "r"(nb)
-                         : "memory");
-            const u32 q = ((nb / 4u) + 15u) & ~15u, dst = (u32)__cvta_generic_to_shared(tl);
-            for (u32 i = 0; i < 4u; ++i) {
-                const u32 j = (blockIdx.x + i) & 3u, off = j * q;
-                if (off < nb)
-                    asm volatile(
-                        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                        ::"r"(dst + off), "l"(reinterpret_cast<const char*>(p.tlut) + off), "r"(min(q, nb - off)),
-                        "r"(stage_bar)
-                        : "memory");
-            }
-        }
+        if (threadIdx.x == 0) bulk_start(stage_bar, (u32)__cvta_generic_to_shared(tl), p.tlut, nb);
         for (u32 k = nb / 4u + threadIdx.x; k < p.tl_total; k += blockDim.x) tl[k] = p.tlut[k];
 #else
         for (u32 k = threadIdx.x; k < p.tl_total; k += blockDim.x) tl[k] = p.tlut[k];
@@ -841,13 +824,7 @@ __device__ __forceinline__ Tab stage(const Params& p) {
 #endif
     __syncthreads();
 #if STAGE4 && (TAILLUT || FULLLUT) && __CUDA_ARCH__ >= 900
-    // The bulk copies' completion (the barrier above ordered the mbarrier's initialisation
-    // before every wait).
-    for (u32 done = 0; !done;)
-        asm volatile("{ .reg .pred q; mbarrier.try_wait.parity.shared::cta.b64 q, [%1], 0; selp.u32 %0, 1, 0, q; }"
-                     : "=r"(done)
-                     : "r"(stage_bar)
-                     : "memory");
+    bulk_wait(stage_bar);  // (the barrier above ordered the mbarrier's initialisation first)
 #endif
     pdl_wait();  // only the uploaded tables were read so far (pdl.cuh)
     return tb;

@@ -14,7 +14,8 @@ pub const PWPA_CU: &str = include_str!("../kernels/pwpa.cu");
 /// The result-table kernel source (16-bit in, 16-bit out).
 pub const LUT_CU: &str = include_str!("../kernels/lut.cu");
 
-/// Programmatic-dependent-launch helpers, prepended to both kernel sources.
+/// Helpers prepended to both kernel sources: programmatic dependent launch and bulk
+/// staging of a table into shared memory.
 pub const PDL_CUH: &str = include_str!("../kernels/pdl.cuh");
 
 /// Threads per block of the result-table kernel (one block per multiprocessor: the
@@ -1490,8 +1491,8 @@ impl CudaTable {
             && x_dtype.size() == 2)
             .then(|| self.host_lut(x_dtype, true))
             .flatten()
-            .map(|h| (h.vals.len().div_ceil(4) * 16, h.nleft > 0))
-            .filter(|&(b, _)| b <= full_cap);
+            .map(|h| (h.vals.len().div_ceil(4) * 16, h.nleft > 0, h.finite))
+            .filter(|&(b, _, _)| b <= full_cap);
         // What every specialisation of this table takes from it; nothing staged.
         let base = KernelSpec {
             x_dtype,
@@ -1525,7 +1526,7 @@ impl CudaTable {
             tile_grid: false,
             fast_group: false,
         };
-        if let Some((bytes, mid)) = full_bytes {
+        if let Some((bytes, mid, finite)) = full_bytes {
             // The backward pass of 16-bit gradients through a table of finite results:
             // chunks where no product can be NaN skip the NaN handling (the kernel's
             // LEAN, KernelSpec::lean). PWPA_CUDA_LEAN=0 turns it off (tuning).
@@ -1549,8 +1550,8 @@ impl CudaTable {
                 && !mid
                 && y_dtype != DType::F32
                 && env_value(&LEAN, "PWPA_CUDA_LEAN", |b| *b <= 1) != Some(0)
-                && !self.full_two_blocks(&spec, bytes)
-                && self.host_lut(x_dtype, true).is_some_and(|h| h.finite);
+                && finite
+                && !self.full_two_blocks(&spec, bytes);
             return (spec, bytes);
         }
         let taillut = tl_bytes.is_some_and(|b| rec1 + idx + b <= smem_limit);
