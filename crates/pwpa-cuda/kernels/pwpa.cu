@@ -41,7 +41,7 @@
 //                    a chunk with no NaN input and no infinite or NaN gradient takes a
 //                    short path (lean_pair) that cannot make a NaN; the others eval_one
 //   STAGE4           1: the TAILLUT/FULLLUT results staged by bulk copies on sm_90
-//                    (experimental: PWPA_CUDA_STAGE4=1)
+//                    (the default; PWPA_CUDA_STAGE4=0 turns it off)
 //   GRADMUL          1: backward pass, y = g * table(x) with g read from the `dy` argument
 //                    (an OUT_T array): the product rounded in f32, then to OUT_T
 //   IOH              the streams' cache hints (x, dy loads; y stores): 0 plain loads and
