@@ -37,7 +37,7 @@
 //                    results at either end is one entry, the index clamped): no piece index,
 //                    no Horner, no tails (not FUSED, not with TAILLUT); 2: the same with
 //                    a run of equal results in the middle as one entry too
-//   LEAN             1 (FULLLUT 1 with GRADMUL, 16-bit output; every staged result finite):
+//   LEAN             1 (FULLLUT with GRADMUL, 16-bit output; every staged result finite):
 //                    a chunk with no NaN input and no infinite or NaN gradient takes a
 //                    short path (lean_pair) that cannot make a NaN; the others eval_one
 //   STAGE4           1: the TAILLUT/FULLLUT results staged by bulk copies on sm_90
@@ -638,8 +638,7 @@ __device__ __forceinline__ float gchunk_get(const OutChunk& o, int k) {
 #define LEAN 0
 #endif
 #if LEAN
-static_assert(FULLLUT == 1 && GRADMUL && IN_T != 0 && OUT_T != 0,
-              "LEAN: the 16-bit full-table backward pass, no middle run cut");
+static_assert(FULLLUT && GRADMUL && IN_T != 0 && OUT_T != 0, "LEAN: the 16-bit full-table backward pass");
 // A chunk's special elements, found with two half-precision FMAs per word: h * 0 + acc
 // is NaN for an infinite or NaN h and carries a NaN on, so an accumulator over the x words
 // and one over the gradient words end NaN in a half where an input was NaN or infinite
@@ -673,6 +672,7 @@ __device__ __forceinline__ u32 lean_special(const uint4& xin, const OutChunk& g)
     return (((ax & 0x7FFF7FFFu) + LEAN_XNAN * 0x10001u) | ((ag & 0x7FFF7FFFu) + LEAN_GNAN * 0x10001u)) &
            0x80008000u;
 }
+#if FULLLUT == 1
 // The parts of the lookup that stay the same through a launch: the shared-memory address
 // of the entry of ordinal 0 (only clamped ordinals index from it) and the first and last
 // entries' ordinals in both 16-bit halves.
@@ -719,6 +719,21 @@ __device__ __forceinline__ u32 lean_pair(const LeanTab& lt, u32 xw, u32 gw) {
     const u32 k = lean_ords(xw, lt);
     const float y0 = __fmul_rn(out_in((out_t)(gw & 0xFFFFu)), lean_entry(lt, (int)(short)(u16)(k & 0xFFFFu)));
     const float y1 = __fmul_rn(out_in((out_t)(gw >> 16)), lean_entry(lt, (int)k >> 16));
+#else
+// ordf16_of of a word's low and high half, from the sign-extended half s: s for s >= 0,
+// else ~(s & 0x7FFF) = s ^ 0x7FFF.
+__device__ __forceinline__ int lean_ord_lo(u32 w) {
+    const int s = (int)(short)(u16)(w & 0xFFFFu);
+    return s ^ ((s >> 31) & 0x7FFF);
+}
+__device__ __forceinline__ int lean_ord_hi(u32 w) {
+    return ((int)w >> 16) ^ (((int)w >> 31) & 0x7FFF);
+}
+// As above, with the middle run's index (full_lookup) per element.
+__device__ __forceinline__ u32 lean_pair(const Params& p, const Tab& tb, u32 xw, u32 gw) {
+    const float y0 = __fmul_rn(out_in((out_t)(gw & 0xFFFFu)), full_lookup(p, tb, lean_ord_lo(xw)));
+    const float y1 = __fmul_rn(out_in((out_t)(gw >> 16)), full_lookup(p, tb, lean_ord_hi(xw)));
+#endif
     u32 o;
 #if OUT_T == 1
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(o) : "f"(y1), "f"(y0));
@@ -924,7 +939,7 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
     if (threadIdx.x == 0) tk[0] = t0;
 #endif
     Tab tb = stage(p);  // ends with a barrier (tk[0] is visible)
-#if LEAN
+#if LEAN && FULLLUT == 1
     const LeanTab lt = lean_tab(p, tb);
 #endif
     const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -1093,7 +1108,12 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                     if (lean_special(in[u], gin[u]) == 0u) {
                         const u32* xw = reinterpret_cast<const u32*>(&in[u]);
 #pragma unroll
-                        for (int i = 0; i < OW; ++i) o.w[i] = lean_pair(lt, xw[i], gin[u].w[i]);
+                        for (int i = 0; i < OW; ++i)
+#if FULLLUT == 1
+                            o.w[i] = lean_pair(lt, xw[i], gin[u].w[i]);
+#else
+                            o.w[i] = lean_pair(p, tb, xw[i], gin[u].w[i]);
+#endif
                     } else
 #endif
                     {

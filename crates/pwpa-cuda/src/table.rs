@@ -447,8 +447,9 @@ pub struct KernelSpec {
     /// inputs around 0) is one entry as well, which the index skips (the kernel's
     /// `FULLLUT 2`).
     pub full_mid: bool,
-    /// With `full_lut` (not `full_mid`), 16-bit gradients and output (the backward pass
-    /// of bf16/f16) and every staged result finite: a 16-byte chunk with no NaN input and no infinite or
+    /// With `full_lut` (with `full_mid` only under `PWPA_CUDA_LEAN=2`, for now), 16-bit
+    /// gradients and output (the backward pass of bf16/f16) and every staged result
+    /// finite: a 16-byte chunk with no NaN input and no infinite or
     /// NaN gradient, where no product can be NaN, takes a short path without the NaN
     /// handling, its products rounded two at a time (the kernel's `LEAN`); see
     /// [`CudaTable::spec`].
@@ -1545,12 +1546,16 @@ impl CudaTable {
                 wsub: wsub_override().unwrap_or(0),
                 ..base
             };
-            // Not with a middle run cut (FULLLUT 2; bf16 where it keeps one block): that
-            // version never ran on a device (session 33) and was dropped.
+            // With a middle run cut (FULLLUT 2: erf's f16 derivative table, 117 KB, one
+            // block; bf16 where it keeps one block, e.g. on an H100) only with
+            // PWPA_CUDA_LEAN=2 for now: that version ran in session 33 (erf f16 backward
+            // 0.379 ms in torch_bench, against 0.394 without it in session 34) but was
+            // dropped untested and is back without a device run of its own.
+            let lean_env = env_value(&LEAN, "PWPA_CUDA_LEAN", |b| *b <= 2);
             spec.lean = grad
-                && !mid
                 && y_dtype != DType::F32
-                && env_value(&LEAN, "PWPA_CUDA_LEAN", |b| *b <= 1) != Some(0)
+                && lean_env != Some(0)
+                && (!mid || lean_env == Some(2))
                 && finite
                 && !self.full_two_blocks(&spec, bytes);
             return (spec, bytes);

@@ -727,7 +727,33 @@ fn backward_grad_mul_matches_cpu() {
         constant(2.0),
     )
     .unwrap();
-    for t in tables(8, 24).into_iter().chain([big16]) {
+    // And one whose f16 results around 0 are one long run (a constant middle piece), cut
+    // to one entry (FULLLUT 2), with ~32k other results (~131 KB: one block), as erf's
+    // derivative has: LEAN there only with PWPA_CUDA_LEAN=2 (for now).
+    let mut pts: Vec<f32> = (-1..=15).rev().map(|e| -(2f32).powi(e)).collect();
+    pts.extend((-1..=15).map(|e| (2f32).powi(e)));
+    let bm = pwpa::Breakpoints::arbitrary(pts).unwrap();
+    let cm: Vec<f32> = (0..bm.partitions())
+        .flat_map(|i| {
+            let w = (bm.point(i + 1) - bm.point(i)) as f32;
+            if i == bm.partitions() / 2 {
+                [0.0, 1.25]
+            } else {
+                [0.4 / w, 0.5 + 0.1 * i as f32]
+            }
+        })
+        .collect();
+    let mid16 = Table::new(
+        bm.clone(),
+        1,
+        Table::midpoint_anchors(&bm),
+        cm,
+        constant(0.375),
+        constant(4.5),
+    )
+    .unwrap();
+    let mut lean_mid16 = 0;
+    for t in tables(8, 24).into_iter().chain([big16, mid16]) {
         let mut ct = CudaTable::new(&b, &t).unwrap();
         // Odd length: scalar head and tail around the vector region.
         let xs = random_inputs(&mut r, &t, 30_001);
@@ -748,7 +774,9 @@ fn backward_grad_mul_matches_cpu() {
             mid += spec.full_mid as usize;
             // The short path for chunks without NaN inputs or non-finite gradients.
             assert!(!spec.lean || uses_full);
-            lean16 += ct.spec(DType::F16, DType::F16, None, true).0.lean as usize;
+            let s16 = ct.spec(DType::F16, DType::F16, None, true).0;
+            lean16 += s16.lean as usize;
+            lean_mid16 += (s16.lean && s16.full_mid) as usize;
             let bx: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
             let gb: Vec<bf16> = random_grads(&mut r, bx.len());
             check_grad(&ct, &t, &bx, &gb, &format!("{k}: every bf16 x, bf16 grad"));
@@ -768,6 +796,14 @@ fn backward_grad_mul_matches_cpu() {
     // (PWPA_CUDA_LEAN=0 turns the short path off: scripts/gpu_run.sh checks that way too.)
     if std::env::var("PWPA_CUDA_LEAN").as_deref() != Ok("0") {
         assert!(lean16 >= 1, "{lean16} f16 full tables took the short path");
+    }
+    if std::env::var("PWPA_CUDA_LEAN").as_deref() == Ok("2") {
+        assert!(
+            lean_mid16 >= 1,
+            "no f16 table with a middle run cut took the short path"
+        );
+    } else {
+        assert_eq!(lean_mid16, 0);
     }
     // Linear tails on both sides: nearly every input has its own result.
     let b2 = pwpa::Breakpoints::uniform(-3.0, 2.0, 16).unwrap();

@@ -272,8 +272,7 @@ fn every_specialisation_compiles_for_sm90() {
     // warp; and four chunks, which compile too.
     // One chunk with launch bounds for two blocks of 1024 threads (32 registers), as the
     // host launches tables small enough for two blocks, the middle run cut or not; each
-    // 16-bit-gradient kind without a middle run cut also with LEAN (tables of finite
-    // results).
+    // 16-bit-gradient kind with LEAN (tables of finite results) and without.
     for (xd, yd, unroll, wsub, mid) in [
         (DType::BF16, DType::BF16, 2u32, 0u32, false),
         (DType::F16, DType::F16, 2, 0, false),
@@ -313,7 +312,7 @@ fn every_specialisation_compiles_for_sm90() {
             .contains(&format!("#define FULLLUT {}\n", 1 + mid as u32)));
         compiles_without_spills(&spec);
         n += 1;
-        if yd != DType::F32 && !mid {
+        if yd != DType::F32 {
             // The short path for chunks without NaN inputs or non-finite gradients.
             let lean = KernelSpec { lean: true, ..spec };
             assert!(lean.source().contains("#define LEAN 1\n"));
@@ -519,10 +518,10 @@ fn lean_kernels_compile_for_older_devices() {
         return;
     }
     for arch in ["sm_75", "sm_80", "sm_86"] {
-        for (xd, yd) in [
-            (DType::F16, DType::F16),
-            (DType::BF16, DType::BF16),
-            (DType::F16, DType::BF16),
+        for (xd, yd, mid) in [
+            (DType::F16, DType::F16, false),
+            (DType::BF16, DType::BF16, true),
+            (DType::F16, DType::BF16, false),
         ] {
             let spec = KernelSpec {
                 unroll: 2,
@@ -530,6 +529,7 @@ fn lean_kernels_compile_for_older_devices() {
                 smem_idx: false,
                 grad: true,
                 full_lut: true,
+                full_mid: mid,
                 lean: true,
                 ..large_block_spec(xd, yd)
             };
