@@ -251,9 +251,14 @@ fn ord16_full(h: u16) -> i32 {
 /// +Inf in the order of [`ord16_full`], so that the kernel looks every element up
 /// (FULLLUT). The runs of equal results at both ends (a saturated tail: 0, ±1, ±Inf, a
 /// constant) are one entry each, where the kernel clamps the index: `k_lo` is the
-/// ordinal of the first entry. A long run of equal results inside is one entry as well:
-/// `k_hi` is its index, `nleft` the entries it dropped (0: none). None for f32.
-fn full_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
+/// ordinal of the first entry. A long run of equal results inside is one entry as well
+/// where `cut(whole, cut)` (the table's bytes without and with the cut) says so: `k_hi`
+/// is its index, `nleft` the entries it dropped (0: none). None for f32.
+fn full_lut_host(
+    table: &Table,
+    dtype: DType,
+    cut: &dyn Fn(usize, usize) -> bool,
+) -> Option<TailLutHost> {
     let inf: u16 = match dtype {
         DType::F16 => 0x7C00,
         DType::BF16 => 0x7F80,
@@ -295,12 +300,14 @@ fn full_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
             start = i;
         }
     }
-    let (mid, gap) = if best.1 > MID_RUN_MIN {
-        vals.drain(best.0 + 1..best.0 + best.1);
-        (best.0, best.1 - 1)
-    } else {
-        (0, 0)
-    };
+    let bytes = |n: usize| n.div_ceil(4) * 16;
+    let (mid, gap) =
+        if best.1 > MID_RUN_MIN && cut(bytes(vals.len()), bytes(vals.len() + 1 - best.1)) {
+            vals.drain(best.0 + 1..best.0 + best.1);
+            (best.0, best.1 - 1)
+        } else {
+            (0, 0)
+        };
     Some(TailLutHost {
         finite: vals.iter().all(|v| v.is_finite()),
         vals,
@@ -885,6 +892,24 @@ fn fast_group(
     small && !heavy && !compact && fits_two
 }
 
+/// The largest full result table (FULLLUT) in bytes: `smem_limit`, or less with
+/// `PWPA_CUDA_FULLLUT_KB` (tuning, read once).
+fn full_cap(smem_limit: usize) -> usize {
+    static FULL_KB: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    env_value(&FULL_KB, "PWPA_CUDA_FULLLUT_KB", |_| true)
+        .map_or(smem_limit, |k| (k * 1024).min(smem_limit))
+}
+
+/// Whether a full result table of `whole` bytes stores its middle run of equal results
+/// as one entry (`cut` bytes): where that lets it fit (`limit`: the largest full table),
+/// or fit twice on a multiprocessor (the two-block backward kernels; `optin`: the
+/// device's opt-in shared memory per block), not otherwise, since the cut costs index
+/// instructions (see MID_RUN_MIN). erf's f16 derivative table (a run of 4908 entries,
+/// 117 KB cut, 139 KB whole: one block either way) was cut until session 34.
+fn cut_middle_run(whole: usize, cut: usize, limit: usize, optin: usize) -> bool {
+    whole > limit || (fits_two_blocks(cut, optin) && !fits_two_blocks(whole, optin))
+}
+
 /// Whether two blocks of `smem` bytes of dynamic shared memory each, with their static
 /// shared memory and the 1 KB the driver reserves per block, fit in one multiprocessor's
 /// shared memory (the opt-in limit per block plus that reserve: 228 KB on the H100 and
@@ -1437,14 +1462,7 @@ impl CudaTable {
         // turns it off (tuning).
         static COMPACT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         let compact_on = env_switch(&COMPACT, "PWPA_CUDA_COMPACT");
-        // Shared memory a block may use: the device's opt-in limit, or less with
-        // PWPA_CUDA_SMEM_KB (tuning: what is not shared memory is L1 cache, which also holds
-        // the global loads in flight; read once per process).
-        static SMEM_KB: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-        let smem_limit = env_value(&SMEM_KB, "PWPA_CUDA_SMEM_KB", |_| true)
-            .map_or(self.backend.shared_memory_optin(), |k| {
-                (k * 1024).min(self.backend.shared_memory_optin())
-            });
+        let smem_limit = self.smem_limit();
         let cbuf = (block as usize / 32)
             * 16
             * (16 / x_dtype.size())
@@ -1483,9 +1501,7 @@ impl CudaTable {
         // against 0.80-0.87 without (the 16-bit-in-and-out forward pass has its own result
         // table, lut.cu).
         static FULLLUT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        static FULL_KB: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-        let full_cap = env_value(&FULL_KB, "PWPA_CUDA_FULLLUT_KB", |_| true)
-            .map_or(smem_limit, |k| (k * 1024).min(smem_limit));
+        let full_cap = full_cap(smem_limit);
         let full_bytes = (env_switch(&FULLLUT, "PWPA_CUDA_FULLLUT")
             && self.kernel != KernelChoice::Poly
             && grad
@@ -1546,11 +1562,11 @@ impl CudaTable {
                 wsub: wsub_override().unwrap_or(0),
                 ..base
             };
-            // With a middle run cut (FULLLUT 2: erf's f16 derivative table, 117 KB, one
-            // block; bf16 where it keeps one block, e.g. on an H100) only with
-            // PWPA_CUDA_LEAN=2 for now: that version ran in session 33 (erf f16 backward
-            // 0.379 ms in torch_bench, against 0.394 without it in session 34) but was
-            // dropped untested and is back without a device run of its own.
+            // With a middle run cut (FULLLUT 2: bf16 where it keeps one block, e.g. on an
+            // H100; erf's f16 derivative table until session 34, see cut_middle_run) only
+            // with PWPA_CUDA_LEAN=2 for now: that version ran in session 33 (erf f16
+            // backward 0.379 ms in torch_bench, against 0.394 without it in session 34)
+            // but was dropped untested and is back without a device run of its own.
             let lean_env = env_value(&LEAN, "PWPA_CUDA_LEAN", |b| *b <= 2);
             spec.lean = grad
                 && y_dtype != DType::F32
@@ -1858,6 +1874,15 @@ impl CudaTable {
             && fits_two_blocks(smem, self.backend.shared_memory_optin())
     }
 
+    /// Shared memory a block may use: the device's opt-in limit, or less with
+    /// PWPA_CUDA_SMEM_KB (tuning: what is not shared memory is L1 cache, which also holds
+    /// the global loads in flight; read once per process).
+    fn smem_limit(&self) -> usize {
+        static SMEM_KB: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+        let optin = self.backend.shared_memory_optin();
+        env_value(&SMEM_KB, "PWPA_CUDA_SMEM_KB", |_| true).map_or(optin, |k| (k * 1024).min(optin))
+    }
+
     /// For 16-bit inputs of `dtype` (computed on first use): the exp2-tail results, or
     /// with `full` every input's result.
     fn host_lut(&self, dtype: DType, full: bool) -> Option<&TailLutHost> {
@@ -1867,7 +1892,12 @@ impl CudaTable {
             DType::F32 => return None,
         };
         if full {
-            self.full_host[slot].get_or_init(|| full_lut_host(&self.table, dtype))
+            let (limit, optin) = (
+                full_cap(self.smem_limit()),
+                self.backend.shared_memory_optin(),
+            );
+            let rule = |whole: usize, cut: usize| cut_middle_run(whole, cut, limit, optin);
+            self.full_host[slot].get_or_init(|| full_lut_host(&self.table, dtype, &rule))
         } else {
             self.tail_host[slot].get_or_init(|| tail_lut_host(&self.table, dtype))
         }
@@ -2465,6 +2495,24 @@ mod tests {
         assert!(!g(16, true, 3, false, true, 1024));
     }
 
+    /// The middle run of a full result table is cut only where that lets the table fit,
+    /// or fit twice (an H200's and H100's shared memory: 227 KB opt-in per block).
+    #[test]
+    fn middle_run_cut_only_where_it_changes_the_fit() {
+        let optin = 227 * 1024 - crate::STATIC_SMEM_RESERVE;
+        let cut = |whole, cut| super::cut_middle_run(whole, cut, optin, optin);
+        // erf's f16 derivative table: one block either way, kept whole.
+        assert!(!cut(139_280, 119_648));
+        // gelu's bf16 table: two blocks once cut.
+        assert!(cut(133_220, 29_020));
+        // Too big whole (the GPU test's f16 table with a constant middle piece).
+        assert!(cut(245_776, 131_088));
+        // Two blocks either way.
+        assert!(!cut(60_000, 30_000));
+        // A tuning cap below the whole table.
+        assert!(super::cut_middle_run(139_280, 119_648, 120 * 1024, optin));
+    }
+
     /// Exp2 tails on both sides (a negated one on the right) for the 16-bit table tests.
     fn exp2_tails() -> (Tail, Tail) {
         (
@@ -2707,7 +2755,19 @@ mod tests {
                     assert_ne!(t.eval_f32(-0.0).to_bits(), t.eval_f32(0.0).to_bits());
                 }
                 for dt in [DType::F16, DType::BF16] {
-                    let h = full_lut_host(&t, dt).expect("16-bit");
+                    // Kept whole where the rule says so: every lookup the same.
+                    let whole = full_lut_host(&t, dt, &|_, _| false).expect("16-bit");
+                    assert_eq!(whole.nleft, 0);
+                    for bits in 0..=u16::MAX {
+                        let x = value16(dt, bits);
+                        if !x.is_nan() {
+                            assert_eq!(
+                                whole.lookup_full(ord16_full(bits)).to_bits(),
+                                t.eval_f32(x).to_bits()
+                            );
+                        }
+                    }
+                    let h = full_lut_host(&t, dt, &|_, _| true).expect("16-bit");
                     for bits in 0..=u16::MAX {
                         let x = value16(dt, bits);
                         if x.is_nan() {
@@ -2763,7 +2823,8 @@ mod tests {
                 Tail::Clamp
             )
             .unwrap(),
-            DType::F32
+            DType::F32,
+            &|_, _| true
         )
         .is_none());
     }

@@ -728,8 +728,8 @@ fn backward_grad_mul_matches_cpu() {
     )
     .unwrap();
     // And one whose f16 results around 0 are one long run (a constant middle piece), cut
-    // to one entry (FULLLUT 2), with ~32k other results (~131 KB: one block), as erf's
-    // derivative has: LEAN there only with PWPA_CUDA_LEAN=2 (for now).
+    // to one entry (FULLLUT 2) since the whole table (~246 KB) does not fit, with ~32k
+    // other results (~131 KB: one block): LEAN there only with PWPA_CUDA_LEAN=2 (for now).
     let mut pts: Vec<f32> = (-1..=15).rev().map(|e| -(2f32).powi(e)).collect();
     pts.extend((-1..=15).map(|e| (2f32).powi(e)));
     let bm = pwpa::Breakpoints::arbitrary(pts).unwrap();
