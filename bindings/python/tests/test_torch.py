@@ -2,6 +2,8 @@
 differences, torch.compile(fullgraph=True), the PwPA module, replace_activations."""
 
 import copy
+import os
+import sys
 import warnings
 import gc
 
@@ -41,6 +43,32 @@ def test_forward_is_the_table(sigmoid_table):
     y = pt.pwpa_eval(x, sigmoid_table)
     assert torch.equal(y, torch.from_numpy(reference_eval(sigmoid_table, x.numpy())))
     assert torch.equal(sigmoid_table(x), y)
+
+
+def test_large_cpu_outputs_get_huge_pages(sigmoid_table, random_table):
+    """A fresh CPU output of 4 MiB or more is advised to take transparent huge pages
+    before its first write (fewer page faults); the results are the reference's."""
+    from pwpa import _native
+
+    small = torch.empty(1000)
+    assert not _native.advise_hugepages(small.data_ptr(), small.numel() * 4)
+    assert not _native.advise_hugepages(0, 8 << 20)
+    big = torch.empty(3 << 20)  # 12 MiB: at least one whole aligned 2 MiB page inside
+    advised = _native.advise_hugepages(big.data_ptr(), big.numel() * 4)
+    if sys.platform == "linux" and os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"):
+        assert advised
+    # Through the op (forward and backward), advised outputs:
+    x = torch.linspace(-10, 10, (1 << 20) + 3).requires_grad_()
+    y = sigmoid_table(x)
+    assert torch.equal(y.detach(), torch.from_numpy(reference_eval(sigmoid_table, x.detach().numpy())))
+    y.backward(torch.ones_like(y))
+    d = sigmoid_table.derivative()
+    assert torch.equal(x.grad, torch.from_numpy(reference_eval(d, x.detach().numpy())))
+    xb = torch.linspace(-6, 8, 3 << 20).to(torch.bfloat16)
+    y, dy = pt.value_and_derivative(xb, random_table)
+    assert torch.equal(y.float(), torch.from_numpy(reference_eval(random_table, xb.float().numpy())).bfloat16().float())
+    want = torch.from_numpy(reference_eval(random_table.derivative(), xb.float().numpy())).bfloat16()
+    assert torch.equal(dy, want)
 
 
 def test_gradient_is_the_derivative_table(random_table):

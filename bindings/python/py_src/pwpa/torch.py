@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from . import Table, _lookup
+from ._native import advise_hugepages
 from .errors import ArgumentError, ArgumentTypeError
 from ._eval import (
     _dense,
@@ -44,16 +45,22 @@ from ._eval import (
 __all__ = ["PwPA", "replace_activations", "pwpa_eval", "value_and_derivative", "seed_eval"]
 
 
-def _out_like(x: torch.Tensor, dtype: torch.dtype = None) -> torch.Tensor:
+def _out_like(x: torch.Tensor, dtype: torch.dtype = None, real: bool = False) -> torch.Tensor:
     """An uninitialised tensor shaped like x, with x's strides when x is dense (as
-    ``torch.empty_like`` keeps them), else contiguous."""
-    return torch.empty_like(x, dtype=dtype or x.dtype, memory_format=torch.preserve_format)
+    ``torch.empty_like`` keeps them), else contiguous. ``real``: an op's implementation
+    (not a fake kernel), about to write it: a CPU output of 4 MiB or more gets transparent
+    huge pages first (``advise_hugepages``: one page fault per 2 MiB on its first write
+    instead of one per 4 KiB, as numpy does for its own arrays)."""
+    y = torch.empty_like(x, dtype=dtype or x.dtype, memory_format=torch.preserve_format)
+    if real and y.device.type == "cpu":
+        advise_hugepages(y.data_ptr(), y.numel() * y.element_size())
+    return y
 
 
 def _eval_impl(x: torch.Tensor, table: int) -> torch.Tensor:
     """y = table(x), same shape/dtype/device as x (x's strides when x is dense)."""
     t = _lookup(table)
-    y = _out_like(x)
+    y = _out_like(x, real=True)
     eval_tensor_into(t, x, y)
     return y
 
@@ -70,16 +77,16 @@ def _eval_fake(x: torch.Tensor, table: int) -> torch.Tensor:
     return _out_like(x)
 
 
-def _bw_out(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+def _bw_out(grad: torch.Tensor, x: torch.Tensor, real: bool = False) -> torch.Tensor:
     """The backward op's output: grad's dtype, in grad's layout when grad is dense, else
     in x's (a sum's backward passes expanded ones), else contiguous."""
-    return _out_like(grad if _dense(grad) or not _dense(x) else x, grad.dtype)
+    return _out_like(grad if _dense(grad) or not _dense(x) else x, grad.dtype, real)
 
 
 def _eval_backward_impl(grad: torch.Tensor, x: torch.Tensor, table: int) -> torch.Tensor:
     """grad * table'(x) (the ``pwpa::eval_backward`` op's implementation)."""
     d = _lookup(table).derivative()
-    return grad_mul_into(d, x, grad, _bw_out(grad, x))
+    return grad_mul_into(d, x, grad, _bw_out(grad, x, real=True))
 
 
 @torch.library.custom_op("pwpa::eval_backward", mutates_args=())
@@ -352,7 +359,7 @@ def _seed_table(coeffs: torch.Tensor, points: torch.Tensor, aos: bool) -> Table:
 @torch.library.custom_op("pwpa::seed_eval", mutates_args=())
 def _seed_op(x: torch.Tensor, coeffs: torch.Tensor, points: torch.Tensor, aos: bool) -> torch.Tensor:
     """torchPACE's op: y = the seed-format table (coeffs, points) at x."""
-    y = _out_like(x)
+    y = _out_like(x, real=True)
     eval_tensor_into(_seed_table(coeffs, points, aos), x, y)
     return y
 
@@ -369,7 +376,7 @@ def _seed_bw_op(
 ) -> torch.Tensor:
     """grad * (the seed-format table)'(x), as ``pwpa::eval_backward``."""
     d = _seed_table(coeffs, points, aos).derivative()
-    return grad_mul_into(d, x, grad, _bw_out(grad, x))
+    return grad_mul_into(d, x, grad, _bw_out(grad, x, real=True))
 
 
 @_seed_bw_op.register_fake
@@ -523,8 +530,8 @@ def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.
         x = x.resolve_neg()
     d = table.derivative()
     dt = derivative_dtype or x.dtype
-    y = _out_like(x)
-    dy = _out_like(x, dt)
+    y = _out_like(x, real=True)
+    dy = _out_like(x, dt, real=True)
     if x.device.type == "cuda" and dt == x.dtype:
         # One pass over raw memory: x, y and dy in one dense layout (y and dy take x's).
         if _same_layout(x, y, dy):
