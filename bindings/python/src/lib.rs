@@ -38,16 +38,19 @@ fn cuda_device_name(py: Python<'_>, ordinal: usize) -> PyResult<String> {
 /// (false off Linux, below 4 MiB, or where the kernel refused).
 #[pyfunction]
 fn advise_hugepages(ptr: usize, nbytes: usize) -> bool {
-    const HUGE: usize = 2 << 20;
-    if nbytes < 4 << 20 || ptr == 0 {
-        return false;
-    }
-    let (start, end) = (ptr.next_multiple_of(HUGE), (ptr + nbytes) & !(HUGE - 1));
-    if end <= start {
-        return false;
-    }
     #[cfg(target_os = "linux")]
     {
+        const HUGE: usize = 2 << 20;
+        if nbytes < 4 << 20 || ptr == 0 {
+            return false;
+        }
+        let Some(last) = ptr.checked_add(nbytes) else {
+            return false;
+        };
+        let (start, end) = (ptr.next_multiple_of(HUGE), last & !(HUGE - 1));
+        if end <= start {
+            return false;
+        }
         extern "C" {
             fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
         }
@@ -58,6 +61,7 @@ fn advise_hugepages(ptr: usize, nbytes: usize) -> bool {
     }
     #[cfg(not(target_os = "linux"))]
     {
+        let _ = (ptr, nbytes);
         false
     }
 }
