@@ -291,12 +291,6 @@ int main(int argc, char** argv) {
         }
     }
     printf("microseconds per call (median / min of %d rounds), memcpy x1.5 / variant:\n", rounds);
-    std::vector<float> med(NV);
-    for (int vi = 0; vi < NV; ++vi) { auto v = ts[vi]; std::sort(v.begin(), v.end()); med[vi] = v[v.size() / 2]; }
-    for (int vi = 0; vi < NV; ++vi) {
-        auto v = ts[vi];
-        std::sort(v.begin(), v.end());
-        printf("  %-12s %8.2f %8.2f  %.4f\n", names[vi], med[vi], v[0], med[0] / med[vi]);
-    }
+    print_rounds(names, ts);
     return 0;
 }

@@ -3,6 +3,8 @@
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
+#include <vector>
 typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -32,4 +34,18 @@ float us_per_call(F&& run, int calls) {
     float ms;
     CK(cudaEventElapsedTime(&ms, e0, e1));
     return ms * 1000.0f / calls;
+}
+// Prints each variant's median and minimum over its rounds (`ts[v]`, µs) and the first
+// variant's median over its own (the reference, e.g. memcpy: 1.0 = as fast as it).
+inline void print_rounds(const char* const* names, const std::vector<std::vector<float>>& ts) {
+    std::vector<float> med(ts.size());
+    for (size_t vi = 0; vi < ts.size(); ++vi) {
+        auto v = ts[vi];
+        std::sort(v.begin(), v.end());
+        med[vi] = v[v.size() / 2];
+    }
+    for (size_t vi = 0; vi < ts.size(); ++vi) {
+        const float lo = *std::min_element(ts[vi].begin(), ts[vi].end());
+        printf("  %-12s %8.2f %8.2f  %.4f\n", names[vi], med[vi], lo, med[0] / med[vi]);
+    }
 }

@@ -326,12 +326,7 @@ int main(int argc, char** argv) {
             }
         }
         printf("%s input, microseconds per call (median / min of %d rounds), memcpy/variant:\n", dt == 0 ? "bf16" : "f16", rounds);
-        std::vector<float> med(NV);
-        for (int vi = 0; vi < NV; ++vi) { auto v = ts[vi]; std::sort(v.begin(), v.end()); med[vi] = v[v.size() / 2]; }
-        for (int vi = 0; vi < NV; ++vi) {
-            auto v = ts[vi]; std::sort(v.begin(), v.end());
-            printf("  %-12s %8.2f %8.2f  %.4f\n", names[vi], med[vi], v[0], med[0] / med[vi]);
-        }
+        print_rounds(names, ts);
     }
     return 0;
 }
