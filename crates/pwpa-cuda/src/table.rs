@@ -300,9 +300,8 @@ fn full_lut_host(
             start = i;
         }
     }
-    let bytes = |n: usize| n.div_ceil(4) * 16;
     let (mid, gap) =
-        if best.1 > MID_RUN_MIN && cut(bytes(vals.len()), bytes(vals.len() + 1 - best.1)) {
+        if best.1 > MID_RUN_MIN && cut(lut_bytes(vals.len()), lut_bytes(vals.len() + 1 - best.1)) {
             vals.drain(best.0 + 1..best.0 + best.1);
             (best.0, best.1 - 1)
         } else {
@@ -890,6 +889,11 @@ fn fast_group(
         degree > 3 && p <= FAST_GROUP_MAX_P_UNIFORM
     };
     small && !heavy && !compact && fits_two
+}
+
+/// Shared memory for a staged result table of `n` f32 entries (whole float4s).
+fn lut_bytes(n: usize) -> usize {
+    n.div_ceil(4) * 16
 }
 
 /// The largest full result table (FULLLUT) in bytes: `smem_limit`, or less with
@@ -1483,7 +1487,7 @@ impl CudaTable {
         let taillut_on = env_switch(&TAILLUT, "PWPA_CUDA_TAILLUT");
         let tl_bytes = if taillut_on && deriv.is_none() && x_dtype.size() == 2 {
             self.host_lut(x_dtype, false)
-                .map(|t| t.vals.len().div_ceil(4) * 16)
+                .map(|t| lut_bytes(t.vals.len()))
         } else {
             None
         };
@@ -1509,7 +1513,7 @@ impl CudaTable {
             && x_dtype.size() == 2)
             .then(|| self.host_lut(x_dtype, true))
             .flatten()
-            .map(|h| (h.vals.len().div_ceil(4) * 16, h.nleft > 0, h.finite))
+            .map(|h| (lut_bytes(h.vals.len()), h.nleft > 0, h.finite))
             .filter(|&(b, _, _)| b <= full_cap);
         // What every specialisation of this table takes from it; nothing staged.
         let base = KernelSpec {
