@@ -2,7 +2,7 @@
 //! sm_90 and writes its CUBIN, for `nvdisasm` instruction counts (bench/gpu_lab/sass.sh).
 //!
 //! `cargo run --release -p pwpa-cuda --example cubin -- OUT.cubin [key=value ...]`
-//! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, grad, taillut, full_lut, full_mid, lean, min_blocks, wsub, gw, repl, replt, swz, crepl, anchors,
+//! keys: degree, arbitrary, lt, rt, lxd, rxd, compact, grad, taillut, full_lut, full_mid, lean, lean_window, smem_rec, smem_idx, min_blocks, wsub, gw, repl, replt, swz, crepl, anchors,
 //! unroll, x (f32|f16|bf16), y, arch (sm_XX's number, 90 unless given). The defaults are the exp table's kernel (one piece of
 //! degree 3, exp2 tails on both sides, gathered tails, tickets per block).
 use pwpa::DType;
@@ -48,6 +48,7 @@ fn main() {
         full_lut: false,
         full_mid: false,
         lean: false,
+        lean_window: false,
         min_blocks: 1,
         wsub: 0,
         gw: 1,
@@ -79,6 +80,9 @@ fn main() {
             "full_lut" => s.full_lut = n() != 0,
             "full_mid" => s.full_mid = n() != 0,
             "lean" => s.lean = n() != 0,
+            "lean_window" => s.lean_window = n() != 0,
+            "smem_rec" => s.smem_rec = n() != 0,
+            "smem_idx" => s.smem_idx = n() != 0,
             "min_blocks" => s.min_blocks = n(),
             "wsub" => s.wsub = n(),
             "gw" => s.gw = n(),

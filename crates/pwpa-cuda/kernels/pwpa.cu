@@ -40,6 +40,9 @@
 //   LEAN             1 (FULLLUT with GRADMUL, 16-bit output; every staged result finite):
 //                    a chunk with no NaN input and no infinite or NaN gradient takes a
 //                    short path (lean_pair) that cannot make a NaN; the others eval_one
+//   LEANW            1 (with LEAN, FULLLUT 1; the non-finite staged results at the
+//                    table's ends only): the short path also requires every input's
+//                    ordinal within [lw_lo, lw_hi], else the chunk goes through eval_one
 //   STAGE4           1: the TAILLUT/FULLLUT results staged by bulk copies on sm_90
 //                    (the default; PWPA_CUDA_STAGE4=0 turns it off)
 //   GRADMUL          1: backward pass, y = g * table(x) with g read from the `dy` argument
@@ -84,6 +87,7 @@ struct Params {
                          // middle run's entry)
     u32 tl_n;            // left-tail entries (FULLLUT 2: entries the middle run dropped)
     u32 tl_total;        // all entries
+    int lw_lo, lw_hi;    // LEANW: the lowest and highest input ordinal with a finite entry
 };
 
 // ---------------------------------------------------------------- element types
@@ -636,6 +640,11 @@ __device__ __forceinline__ float gchunk_get(const OutChunk& o, int k) {
 // The packed conversions and bf16x2 FMAs below need sm_80: older devices take the full path.
 #undef LEAN
 #define LEAN 0
+#undef LEANW
+#define LEANW 0
+#endif
+#if LEANW && !(LEAN && FULLLUT == 1)
+#error "LEANW: with LEAN and FULLLUT 1"
 #endif
 #if LEAN
 static_assert(FULLLUT && GRADMUL && IN_T != 0 && OUT_T != 0, "LEAN: the 16-bit full-table backward pass");
@@ -678,6 +687,9 @@ __device__ __forceinline__ u32 lean_special(const uint4& xin, const OutChunk& g)
 // entries' ordinals in both 16-bit halves.
 struct LeanTab {
     u32 base, lo2, hi2;
+#if LEANW
+    u32 wlo2, whi2;  // lw_lo, lw_hi in both halves
+#endif
 };
 // (Computed once, through volatile moves: NVVM otherwise sank the arithmetic into the
 // branch that uses it, 9 instructions per chunk.)
@@ -689,23 +701,51 @@ __device__ __forceinline__ u32 lean_keep(u32 v) {
 __device__ __forceinline__ LeanTab lean_tab(const Params& p, const Tab& tb) {
     return {lean_keep((u32)__cvta_generic_to_shared(tb.tlut) - 4u * (u32)p.tk_lo),
             lean_keep((u32)(p.tk_lo & 0xFFFF) * 0x10001u),
-            lean_keep((u32)((p.tk_lo + (int)p.tl_total - 1) & 0xFFFF) * 0x10001u)};
+            lean_keep((u32)((p.tk_lo + (int)p.tl_total - 1) & 0xFFFF) * 0x10001u)
+#if LEANW
+                ,
+            lean_keep((u32)(p.lw_lo & 0xFFFF) * 0x10001u), lean_keep((u32)(p.lw_hi & 0xFFFF) * 0x10001u)
+#endif
+    };
+}
+__device__ __forceinline__ u32 lean_max2(u32 a, u32 b) {
+#if __CUDA_ARCH__ >= 900
+    asm("max.s16x2 %0, %0, %1;" : "+r"(a) : "r"(b));
+    return a;
+#else
+    return __vmaxs2(a, b);
+#endif
+}
+__device__ __forceinline__ u32 lean_min2(u32 a, u32 b) {
+#if __CUDA_ARCH__ >= 900
+    asm("min.s16x2 %0, %0, %1;" : "+r"(a) : "r"(b));
+    return a;
+#else
+    return __vmins2(a, b);
+#endif
+}
+// The ordinals of a chunk's inputs (LEANW: their running max and min in each half, wmax
+// and wmin) within the finite entries' [lw_lo, lw_hi].
+__device__ __forceinline__ bool lean_in_window(u32 wmax, u32 wmin, const LeanTab& lt) {
+#if LEANW
+    return ((lean_max2(wmax, lt.whi2) ^ lt.whi2) | (lean_min2(wmin, lt.wlo2) ^ lt.wlo2)) == 0u;
+#else
+    return true;
+#endif
 }
 // Both halves' ordinals (ordf16_of) at once, as two signed 16-bit lanes: a negative half h
 // becomes h ^ 0x7FFF, whose sign-extension is ~(h & 0x7FFF) (prmt's mode bit copies each
 // half's sign over its two bytes), clamped to the table's entries with 16x2 max and min
 // (the ordinals of ±Inf, -31745 and 31744, fit in 16 bits).
-__device__ __forceinline__ u32 lean_ords(u32 w, const LeanTab& lt) {
+__device__ __forceinline__ u32 lean_ords(u32 w, const LeanTab& lt, u32& wmax, u32& wmin) {
     u32 m;
     asm("prmt.b32 %0, %1, 0, 0xBB99;" : "=r"(m) : "r"(w));
-    u32 k = w ^ (m & 0x7FFF7FFFu);
-#if __CUDA_ARCH__ >= 900
-    asm("max.s16x2 %0, %0, %1;" : "+r"(k) : "r"(lt.lo2));
-    asm("min.s16x2 %0, %0, %1;" : "+r"(k) : "r"(lt.hi2));
-#else
-    k = __vmins2(__vmaxs2(k, lt.lo2), lt.hi2);
+    const u32 k = w ^ (m & 0x7FFF7FFFu);
+#if LEANW
+    wmax = lean_max2(wmax, k);
+    wmin = lean_min2(wmin, k);
 #endif
-    return k;
+    return lean_min2(lean_max2(k, lt.lo2), lt.hi2);
 }
 __device__ __forceinline__ float lean_entry(const LeanTab& lt, int k) {
     float r;
@@ -715,8 +755,8 @@ __device__ __forceinline__ float lean_entry(const LeanTab& lt, int k) {
 // The two elements of an input word xw and gradient word gw without NaN handling (no NaN
 // can arise, see lean_special): eval_one's entry and the f32 product per element, both
 // rounded to OUT_T by one cvt.rn.{f16,bf16}x2.f32 (out_f's rounding for non-NaN values).
-__device__ __forceinline__ u32 lean_pair(const LeanTab& lt, u32 xw, u32 gw) {
-    const u32 k = lean_ords(xw, lt);
+__device__ __forceinline__ u32 lean_pair(const LeanTab& lt, u32 xw, u32 gw, u32& wmax, u32& wmin) {
+    const u32 k = lean_ords(xw, lt, wmax, wmin);
     const float y0 = __fmul_rn(out_in((out_t)(gw & 0xFFFFu)), lean_entry(lt, (int)(short)(u16)(k & 0xFFFFu)));
     const float y1 = __fmul_rn(out_in((out_t)(gw >> 16)), lean_entry(lt, (int)k >> 16));
 #else
@@ -1105,16 +1145,23 @@ pwpa_eval(const in_t* x, out_t* y, out_t* dy, u64 n, u64 vbeg, u64 nchunks, u32*
                     OutChunk od;
 #endif
 #if LEAN
+                    bool lean = false;
                     if (lean_special(in[u], gin[u]) == 0u) {
                         const u32* xw = reinterpret_cast<const u32*>(&in[u]);
+#if FULLLUT == 1
+                        u32 wmax = 0x80008000u, wmin = 0x7FFF7FFFu;
+#endif
 #pragma unroll
                         for (int i = 0; i < OW; ++i)
 #if FULLLUT == 1
-                            o.w[i] = lean_pair(lt, xw[i], gin[u].w[i]);
+                            o.w[i] = lean_pair(lt, xw[i], gin[u].w[i], wmax, wmin);
+                        lean = lean_in_window(wmax, wmin, lt);
 #else
                             o.w[i] = lean_pair(p, tb, xw[i], gin[u].w[i]);
+                        lean = true;
 #endif
-                    } else
+                    }
+                    if (!lean)
 #endif
                     {
 #pragma unroll

@@ -135,6 +135,9 @@ pub(crate) struct Params {
     tk_hi: i32,
     tl_n: u32,
     tl_total: u32,
+    /// LEANW: the ordinals of `TailLutHost::window`.
+    lw_lo: i32,
+    lw_hi: i32,
 }
 
 /// For one 16-bit input type: the table's result (f32) for every input in an exp2 tail,
@@ -152,6 +155,13 @@ pub(crate) struct TailLutHost {
     /// Every entry finite (a full table's backward pass may then take the kernel's
     /// `LEAN` path).
     finite: bool,
+    /// A full table without a middle run cut whose non-finite entries are all at its
+    /// ends (a tail that overflows to ±Inf): the lowest and highest input ordinal whose
+    /// (clamped) entry is finite, `i16::MIN` / `i16::MAX` on a side whose end entry is
+    /// finite; chunks of inputs within take the `LEAN` path as well (`LEANW`). None
+    /// when every entry is finite, or when a finite entry is not there to stand for the
+    /// inputs around it.
+    window: Option<(i32, i32)>,
 }
 
 /// Signed ordinal of a 16-bit float pattern: monotone in its value for non-NaN patterns
@@ -230,6 +240,7 @@ fn tail_lut_host(table: &Table, dtype: DType) -> Option<TailLutHost> {
     Some(TailLutHost {
         nleft: l.len() as u32,
         finite: out.iter().all(|v| v.is_finite()),
+        window: None,
         vals: out,
         k_lo: first[0],
         k_hi: first[1],
@@ -307,10 +318,33 @@ fn full_lut_host(
         } else {
             (0, 0)
         };
+    let k_lo = k_min + lead as i32;
+    let finite = vals.iter().all(|v| v.is_finite());
+    let window = match (
+        vals.iter().position(|v| v.is_finite()),
+        vals.iter().rposition(|v| v.is_finite()),
+    ) {
+        (Some(a), Some(b)) if !finite && gap == 0 && vals[a..=b].iter().all(|v| v.is_finite()) => {
+            Some((
+                if a == 0 {
+                    i16::MIN as i32
+                } else {
+                    k_lo + a as i32
+                },
+                if b + 1 == vals.len() {
+                    i16::MAX as i32
+                } else {
+                    k_lo + b as i32
+                },
+            ))
+        }
+        _ => None,
+    };
     Some(TailLutHost {
-        finite: vals.iter().all(|v| v.is_finite()),
+        finite,
+        window,
         vals,
-        k_lo: k_min + lead as i32,
+        k_lo,
         k_hi: mid as i32,
         nleft: gap as u32,
     })
@@ -455,11 +489,16 @@ pub struct KernelSpec {
     pub full_mid: bool,
     /// With `full_lut` (with `full_mid` only under `PWPA_CUDA_LEAN=2`, for now), 16-bit
     /// gradients and output (the backward pass of bf16/f16) and every staged result
-    /// finite: a 16-byte chunk with no NaN input and no infinite or
+    /// finite (or, with `lean_window`, the non-finite ones at the ends): a 16-byte chunk with no NaN input and no infinite or
     /// NaN gradient, where no product can be NaN, takes a short path without the NaN
     /// handling, its products rounded two at a time (the kernel's `LEAN`); see
     /// [`CudaTable::spec`].
     pub lean: bool,
+    /// With `lean`, a table whose non-finite results are at its ends only (a tail that
+    /// overflows): the short path also checks that each chunk's inputs stay within the
+    /// ordinals of finite results, and takes the full path where they do not (the
+    /// kernel's `LEANW`).
+    pub lean_window: bool,
     /// Blocks per multiprocessor the kernel's registers must allow (its launch bounds;
     /// 1: 64 registers per thread at 1024 threads). 2 for the backward pass through a
     /// full result table that leaves room in shared memory for two blocks, with one
@@ -763,11 +802,12 @@ impl KernelSpec {
             None => s.push_str("#define FUSED 0\n#define DEG2 0\n#define NQ2 1\n#define TW2 0\n#define HASA2 1\n#define LT2 0\n#define RT2 0\n#define LXD2 1\n#define RXD2 1\n"),
         }
         s.push_str(&format!(
-            "#define GW {}\n#define IOH {}\n#define MINB {}\n#define LEAN {}\n#define STAGE4 {}\n",
+            "#define GW {}\n#define IOH {}\n#define MINB {}\n#define LEAN {}\n#define LEANW {}\n#define STAGE4 {}\n",
             self.gw,
             self.io_hints(),
             self.min_blocks,
             self.lean as u32,
+            self.lean_window as u32,
             stage4() as u32
         ));
         s.push_str(PDL_CUH);
@@ -1513,7 +1553,14 @@ impl CudaTable {
             && x_dtype.size() == 2)
             .then(|| self.host_lut(x_dtype, true))
             .flatten()
-            .map(|h| (lut_bytes(h.vals.len()), h.nleft > 0, h.finite))
+            .map(|h| {
+                let fin = if h.finite {
+                    Some(false)
+                } else {
+                    h.window.map(|_| true)
+                };
+                (lut_bytes(h.vals.len()), h.nleft > 0, fin)
+            })
             .filter(|&(b, _, _)| b <= full_cap);
         // What every specialisation of this table takes from it; nothing staged.
         let base = KernelSpec {
@@ -1542,13 +1589,14 @@ impl CudaTable {
             full_lut: false,
             full_mid: false,
             lean: false,
+            lean_window: false,
             min_blocks: 1,
             wsub: 0,
             gw: 1,
             tile_grid: false,
             fast_group: false,
         };
-        if let Some((bytes, mid, finite)) = full_bytes {
+        if let Some((bytes, mid, fin)) = full_bytes {
             // The backward pass of 16-bit gradients through a table of finite results:
             // chunks where no product can be NaN skip the NaN handling (the kernel's
             // LEAN, KernelSpec::lean). PWPA_CUDA_LEAN=0 turns it off (tuning).
@@ -1576,8 +1624,11 @@ impl CudaTable {
                 && y_dtype != DType::F32
                 && lean_env != Some(0)
                 && (!mid || lean_env == Some(2))
-                && finite
+                && fin.is_some()
                 && !self.full_two_blocks(&spec, bytes);
+            // Tables whose results overflow at an end (exp's f16 derivative: +Inf from
+            // x = 88.75) check each chunk's inputs against the finite entries' ordinals.
+            spec.lean_window = spec.lean && fin == Some(true);
             return (spec, bytes);
         }
         let taillut = tl_bytes.is_some_and(|b| rec1 + idx + b <= smem_limit);
@@ -1953,6 +2004,8 @@ impl CudaTable {
             tk_hi: tl.map_or(0, |t| t.1.k_hi),
             tl_n: tl.map_or(0, |t| t.1.nleft),
             tl_total: tl.map_or(0, |t| t.1.vals.len() as u32),
+            lw_lo: tl.and_then(|t| t.1.window).map_or(0, |w| w.0),
+            lw_hi: tl.and_then(|t| t.1.window).map_or(0, |w| w.1),
         }
     }
 
@@ -2722,6 +2775,40 @@ mod tests {
     /// The full result tables for 16-bit inputs hold, for every non-NaN input (±0
     /// apart, ±Inf included), exactly the CPU's result at the index the kernel computes,
     /// with each saturated run at an end cut to one entry.
+    /// The input window of a full table (LEANW): every non-NaN input whose ordinal is
+    /// within it has a finite result, and an input just outside it (where it is not the
+    /// type's whole range) an infinite one; None only when every result is finite or the
+    /// non-finite ones are not all at the ends (or the middle run is cut).
+    fn check_window(t: &Table, dt: DType, h: &super::TailLutHost) {
+        let inputs = || {
+            (0..=u16::MAX)
+                .map(|bits| (ord16_full(bits), value16(dt, bits)))
+                .filter(|(_, x)| !x.is_nan())
+        };
+        match h.window {
+            Some((lo, hi)) => {
+                assert!(!h.finite && h.nleft == 0 && lo < hi);
+                for (k, x) in inputs() {
+                    let fin = t.eval_f32(x).is_finite();
+                    if (lo..=hi).contains(&k) {
+                        assert!(fin, "{dt} ordinal {k} in [{lo}, {hi}]: {x}");
+                    } else if k == lo - 1 || k == hi + 1 {
+                        assert!(!fin, "{dt} ordinal {k} just outside [{lo}, {hi}]: {x}");
+                    }
+                }
+            }
+            None => {
+                let r: Vec<bool> = inputs().map(|(_, x)| t.eval_f32(x).is_finite()).collect();
+                let (a, b) = (r.iter().position(|&f| f), r.iter().rposition(|&f| f));
+                let ends_only = matches!((a, b), (Some(a), Some(b)) if r[a..=b].iter().all(|&f| f));
+                assert!(
+                    h.finite || !ends_only || h.nleft > 0,
+                    "{dt}: a window was due"
+                );
+            }
+        }
+    }
+
     #[test]
     fn full_tables_index_every_input() {
         let b = Breakpoints::uniform(-2.0, 1.5, 4).unwrap();
@@ -2742,6 +2829,7 @@ mod tests {
             (Tail::Clamp, Tail::Clamp),
         ];
         let mut seen_finite = [false; 2];
+        let mut seen_window = false;
         for (left, right) in tails {
             // Coefficients whose result at -0 differs from +0's (c0 = -0 at piece 2's
             // anchor 0): t = x - 0 keeps the sign, and -0 + -0 = -0 but -0 + +0 = +0.
@@ -2790,6 +2878,8 @@ mod tests {
                         .all(|x| t.eval_f32(x).is_finite());
                     assert_eq!(h.finite, finite, "{dt} ({left:?}, {right:?})");
                     seen_finite[finite as usize] = true;
+                    check_window(&t, dt, &h);
+                    seen_window |= h.window.is_some();
                     let n = h.vals.len();
                     assert!(n >= 2 && h.vals[0] != h.vals[1] && h.vals[n - 1] != h.vals[n - 2]);
                     // bf16's ~100 binades of tiny inputs give equal results where x -
@@ -2812,6 +2902,27 @@ mod tests {
             [true, true],
             "tables with and without infinite results"
         );
+        assert!(seen_window, "a table with an input window");
+        // Results that overflow far out on one side or both (f32 linear tails of slope
+        // 1e36): the window is the finite results' inputs.
+        let lin = |slope: f32| Tail::Linear {
+            slope,
+            intercept: 0.0,
+        };
+        let c = [0.5f32, 0.25].repeat(4);
+        for (left, right, sides) in [
+            (Tail::Clamp, lin(1e36), (false, true)),
+            (lin(1e36), Tail::Clamp, (true, false)),
+            (lin(1e36), lin(-1e36), (true, true)),
+        ] {
+            let t = Table::new(b.clone(), 1, anchors.clone(), c.clone(), left, right).unwrap();
+            for dt in [DType::F16, DType::BF16] {
+                let h = full_lut_host(&t, dt, &|_, _| false).expect("16-bit");
+                let (lo, hi) = h.window.expect("a window");
+                assert_eq!((lo != i16::MIN as i32, hi != i16::MAX as i32), sides);
+                check_window(&t, dt, &h);
+            }
+        }
         // ±0 are neighbours, monotone ordinals around them.
         assert_eq!(
             (ord16_full(0x8000), ord16_full(0), ord16_full(0x8001)),

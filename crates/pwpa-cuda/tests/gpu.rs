@@ -752,8 +752,38 @@ fn backward_grad_mul_matches_cpu() {
         constant(4.5),
     )
     .unwrap();
+    // And two whose results overflow to ±Inf far out (f32 linear tails of slope 1e36 from
+    // x = ±16: x ≥ ~340 is out of f32's range), the rest finite: LEAN with the input
+    // window (LEANW), on one side and on both.
+    let lin = |slope: f32| pwpa::Tail::Linear {
+        slope,
+        intercept: 0.0,
+    };
+    let mk = |left, right| {
+        Table::new(
+            b16.clone(),
+            3,
+            Table::midpoint_anchors(&b16),
+            (0..64 * 4)
+                .map(|k| [0.013, -0.021, 0.29, 0.5][k % 4] * (1.0 - (k / 4) as f32 / 128.0))
+                .collect(),
+            left,
+            right,
+        )
+        .unwrap()
+    };
+    let inf16 = mk(constant(-0.25), lin(1e36));
+    let inf16b = mk(lin(1e36), lin(-1e36));
+    for t in [&inf16, &inf16b] {
+        assert!(t.eval_f32(1000.0).is_infinite() && t.eval_f32(300.0).is_finite());
+    }
+    assert!(inf16b.eval_f32(-1000.0).is_infinite() && inf16.eval_f32(-1000.0).is_finite());
     let mut lean_mid16 = 0;
-    for t in tables(8, 24).into_iter().chain([big16, mid16]) {
+    let mut lean_win16 = 0;
+    for t in tables(8, 24)
+        .into_iter()
+        .chain([big16, mid16, inf16, inf16b])
+    {
         let mut ct = CudaTable::new(&b, &t).unwrap();
         // Odd length: scalar head and tail around the vector region.
         let xs = random_inputs(&mut r, &t, 30_001);
@@ -777,6 +807,8 @@ fn backward_grad_mul_matches_cpu() {
             let s16 = ct.spec(DType::F16, DType::F16, None, true).0;
             lean16 += s16.lean as usize;
             lean_mid16 += (s16.lean && s16.full_mid) as usize;
+            assert!(!s16.lean_window || s16.lean);
+            lean_win16 += s16.lean_window as usize;
             let bx: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
             let gb: Vec<bf16> = random_grads(&mut r, bx.len());
             check_grad(&ct, &t, &bx, &gb, &format!("{k}: every bf16 x, bf16 grad"));
@@ -796,6 +828,10 @@ fn backward_grad_mul_matches_cpu() {
     // (PWPA_CUDA_LEAN=0 turns the short path off: scripts/gpu_run.sh checks that way too.)
     if std::env::var("PWPA_CUDA_LEAN").as_deref() != Ok("0") {
         assert!(lean16 >= 1, "{lean16} f16 full tables took the short path");
+        assert!(
+            lean_win16 >= 2,
+            "{lean_win16} f16 tables with infinite results took the short path"
+        );
     }
     if std::env::var("PWPA_CUDA_LEAN").as_deref() == Ok("2") {
         assert!(

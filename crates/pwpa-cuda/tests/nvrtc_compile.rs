@@ -55,6 +55,7 @@ fn large_block_spec(xd: DType, yd: DType) -> KernelSpec {
         full_lut: false,
         full_mid: false,
         lean: false,
+        lean_window: false,
         min_blocks: 1,
         wsub: 0,
         gw: 1,
@@ -153,6 +154,7 @@ fn every_specialisation_compiles_for_sm90() {
                                 full_lut: false,
                                 full_mid: false,
                                 lean: false,
+                                lean_window: false,
                                 min_blocks: 1,
                                 // Tile tickets per block, per warp and per group of 4 warps.
                                 wsub: [0, 2][k % 2],
@@ -318,6 +320,17 @@ fn every_specialisation_compiles_for_sm90() {
             assert!(lean.source().contains("#define LEAN 1\n"));
             compiles_without_spills(&lean);
             n += 1;
+            // And with the input window of a table whose results overflow at an end
+            // (LEAN is taken with one block per multiprocessor only: CudaTable::spec).
+            if !mid && spec.min_blocks == 1 {
+                let win = KernelSpec {
+                    lean_window: true,
+                    ..lean
+                };
+                assert!(win.source().contains("#define LEANW 1\n"));
+                compiles_without_spills(&win);
+                n += 1;
+            }
         }
     }
     // f32 arbitrary-breakpoint kernels as the host launches them (four chunks in flight,
@@ -518,10 +531,12 @@ fn lean_kernels_compile_for_older_devices() {
         return;
     }
     for arch in ["sm_75", "sm_80", "sm_86"] {
-        for (xd, yd, mid) in [
-            (DType::F16, DType::F16, false),
-            (DType::BF16, DType::BF16, true),
-            (DType::F16, DType::BF16, false),
+        for (xd, yd, mid, window) in [
+            (DType::F16, DType::F16, false, false),
+            (DType::F16, DType::F16, false, true),
+            (DType::BF16, DType::BF16, true, false),
+            (DType::F16, DType::BF16, false, false),
+            (DType::BF16, DType::BF16, false, true),
         ] {
             let spec = KernelSpec {
                 unroll: 2,
@@ -531,6 +546,7 @@ fn lean_kernels_compile_for_older_devices() {
                 full_lut: true,
                 full_mid: mid,
                 lean: true,
+                lean_window: window,
                 ..large_block_spec(xd, yd)
             };
             let o: Vec<String> = opts(&[])
