@@ -660,7 +660,7 @@ pub struct InfoArgs {
     #[arg(long, value_parser = parse_dtype, default_value = "f32")]
     dtype: DType,
     /// Report against this function or expression instead of the table's `meta.function`.
-    #[arg(long, value_name = "NAME|EXPR")]
+    #[arg(long, value_name = "NAME|EXPR", allow_hyphen_values = true)]
     function: Option<String>,
     /// Only the summary, no error report.
     #[arg(long)]

@@ -30,7 +30,7 @@ pub struct PlotArgs {
     #[arg(short, long, value_name = "FILE.svg|.png")]
     pub output: PathBuf,
     /// Plot against this function or expression instead of the table's `meta.function`.
-    #[arg(long, value_name = "NAME|EXPR")]
+    #[arg(long, value_name = "NAME|EXPR", allow_hyphen_values = true)]
     pub function: Option<String>,
     /// Error curve beneath the plot.
     #[arg(long, value_enum, default_value_t = ErrorCurve::Abs)]

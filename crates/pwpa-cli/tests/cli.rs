@@ -2114,6 +2114,32 @@ fn a_one_piece_report_is_singular() {
     assert!(out.contains(": 1 partition of degree 1 on"), "{out}");
 }
 
+/// `--function` takes an expression that starts with `-` as is (clap read `-x` as an
+/// option and its tip, `-- -x`, did not work either).
+#[test]
+fn a_function_may_start_with_a_minus_sign() {
+    let d = Dir::new();
+    let t = Table::new(
+        Breakpoints::uniform(-1.0, 1.0, 1).unwrap(),
+        1,
+        vec![0.0],
+        vec![-1.0, 0.0],
+        Tail::Extend,
+        Tail::Extend,
+    )
+    .unwrap();
+    let tp = d.table("neg.json", &t, Layout::Aos);
+    let o = pwpa(&["info", p(&tp), "--function", "-x", "--json"]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["report"]["function"], "-x", "{v}");
+    assert_eq!(v["report"]["max_abs"], 0.0, "{v}");
+    let svg = d.path("neg.svg");
+    let o = pwpa(&["plot", p(&tp), "-o", p(&svg), "--function", "-x^2"]);
+    ok(&o);
+    assert!(svg.exists());
+}
+
 #[test]
 fn an_exact_fit_names_no_worst_input() {
     // x^2 is exact in one piece: the summary's exhaustive line names no worst input (it read
