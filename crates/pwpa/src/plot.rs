@@ -291,6 +291,19 @@ fn draw_all<DB: DrawingBackend>(
                 .map(|&x| Circle::new((x, table.eval_f32(x as f32) as f64), 3, BLACK.filled())),
         )
         .map_err(perr)?;
+    // Infinite table values at the chart's top or bottom edge (red triangles), so that a
+    // tail of ±Inf is not a silent gap in the curve.
+    chart
+        .draw_series(
+            xs.iter()
+                .zip(ys)
+                .filter(|p| p.1.is_infinite())
+                .map(|(&x, &y)| {
+                    let at = if y > 0.0 { ymax + pad } else { ymin - pad };
+                    TriangleMarker::new((x, at), 4, RED.filled())
+                }),
+        )
+        .map_err(perr)?;
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))
@@ -300,18 +313,42 @@ fn draw_all<DB: DrawingBackend>(
         .map_err(perr)?;
 
     if let Some(errs) = errs {
-        let emax = errs
+        let finite_max = errs
             .iter()
             .filter(|v| v.is_finite())
             .copied()
-            .fold(0.0, f64::max)
-            .max(1e-30);
+            .fold(f64::NEG_INFINITY, f64::max);
+        let emax = finite_max.max(1e-30);
         let label = match opts.ulp {
             Some(dt) => format!("error (ULP of {dt})"),
             None => "absolute error".to_string(),
         };
+        // Inputs where the error is infinite or NaN though f is defined there (a tail of
+        // ±Inf, a NaN result): counted in the caption and marked at the chart's top (they
+        // were left out, and the caption's maximum was of the rest alone).
+        let fs = fs.unwrap_or(&[]);
+        let bad: Vec<f64> = xs
+            .iter()
+            .zip(errs)
+            .zip(fs)
+            .filter(|((_, e), w)| !e.is_finite() && !w.is_nan())
+            .map(|((&x, _), _)| x)
+            .collect();
+        let mut caption = if finite_max.is_finite() {
+            format!("{label}, max {finite_max:.3e}")
+        } else {
+            format!("{label}: none finite")
+        };
+        if let Some(&first) = bad.first() {
+            caption += &format!(
+                "; infinite or NaN at {} of {} inputs (from x = {})",
+                bad.len(),
+                xs.len(),
+                crate::metrics::Num(first as f32 as f64)
+            );
+        }
         let mut ec = ChartBuilder::on(&bottom)
-            .caption(format!("{label}, max {emax:.3e}"), ("sans-serif", 18))
+            .caption(caption, ("sans-serif", 18))
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(70)
@@ -336,6 +373,11 @@ fn draw_all<DB: DrawingBackend>(
                 .filter(|p| p.1.is_finite()),
             RGBColor(0, 130, 0),
         ))
+        .map_err(perr)?;
+        ec.draw_series(
+            bad.iter()
+                .map(|&x| TriangleMarker::new((x, emax * 1.05), 4, RED.filled())),
+        )
         .map_err(perr)?;
     }
     root.present().map_err(perr)?;

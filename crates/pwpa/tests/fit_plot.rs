@@ -58,6 +58,54 @@ fn svg_and_png_plots_are_written() {
     assert!(!dir.path().join("x.jpg").exists());
 }
 
+/// A table that is +Inf on part of the plotted range (exp fitted on [-1, 1] keeps the
+/// catalogue's +Inf tail): the error caption says so and where it starts (it read "max
+/// 3.676e-1", the maximum of the finite errors alone), and the infinite values are marked
+/// in both charts.
+#[test]
+fn infinite_values_and_errors_are_shown() {
+    let o = fit_report(
+        &pwpa::Target::parse("exp").unwrap(),
+        &FitOptions {
+            range: Some((-1.0, 1.0)),
+            ..Default::default()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(o.table.eval_f32(1.1).is_infinite());
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("exp.svg");
+    let exp = |x: f64| x.exp();
+    let opts = PlotOptions {
+        range: Some((-1.0, 1.5)),
+        samples: 101,
+        ..Default::default()
+    };
+    plot_fn(&o.table, Some(&exp), "exp", &opts, &svg).unwrap();
+    let s = std::fs::read_to_string(&svg).unwrap();
+    // x = 1.025 .. 1.5 of the 101 points -1, -0.975, ..., 1.5: 20 infinite values.
+    assert!(
+        s.contains("infinite or NaN at 20 of 101 inputs (from x = 1.025)"),
+        "{}",
+        &s[..s.len().min(3000)]
+    );
+    // 20 red triangles in each chart.
+    assert_eq!(s.matches("<polygon").count(), 40, "{s}");
+    // Wholly beyond: no finite error at all (it read "max 1.000e-30").
+    let far = PlotOptions {
+        range: Some((2.0, 3.0)),
+        samples: 16,
+        ..Default::default()
+    };
+    plot_fn(&o.table, Some(&exp), "exp", &far, &svg).unwrap();
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        s.contains("absolute error: none finite; infinite or NaN at 16 of 16"),
+        "{s}"
+    );
+}
+
 #[test]
 fn breakpoints_too_dense_to_draw_are_left_out() {
     // 8 pieces: 9 breakpoint lines in each chart and 9 markers. 100,000 pieces: none
