@@ -177,8 +177,20 @@ def test_useless_fit_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         t = pwpa.fit("gelu")
-        t = pwpa.fit("exp", range=(-4, 4), error="rel", partitions=32)
+        t = pwpa.fit("exp", range=(-4, 4), error="rel", partitions=32, left_tail="extend", right_tail="extend")
     assert "warning" not in t.meta
+
+
+def test_catalogue_tails_far_from_f_beyond_a_narrowed_range_warn():
+    # exp's tails (0 and +Inf) are its asymptotes on [-104, 88.72]; on [-1, 1] the table
+    # gave +Inf at 1.0000001 without a word.
+    with pytest.warns(pwpa.FitWarning, match=r"catalogue's right tail \(constant\) is far from exp above the range's end 1: at x = 1\.0000001 the table gives inf"):
+        t = pwpa.fit("exp", range=(-1, 1))
+    assert "catalogue's left tail" in t.meta["warning"]
+    assert np.isinf(t(np.float32([1.5]))[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pwpa.fit("exp", range=(-1, 1), left_tail="extend", right_tail="extend")
 
 
 def test_argument_checks():

@@ -948,11 +948,20 @@ fn useless_fits_warn_and_good_ones_do_not() {
         ("sigmoid", None, ErrorMeasure::Absolute),
         ("exp", Some((-4.0, 4.0)), ErrorMeasure::Relative),
     ] {
+        // (exp's catalogue tails, 0 and +Inf, are far from exp beyond ±4: see
+        // default_tails_far_from_f_beyond_the_range_warn; not under test here.)
+        let (left_tail, right_tail) = if name == "exp" {
+            (Some(Tail::Extend), Some(Tail::Extend))
+        } else {
+            (None, None)
+        };
         let o = fit_report(
             &Target::parse(name).unwrap(),
             &FitOptions {
                 range,
                 measure,
+                left_tail,
+                right_tail,
                 ..opts()
             },
             &|_| {},
@@ -961,6 +970,78 @@ fn useless_fits_warn_and_good_ones_do_not() {
         assert!(o.warning.is_none(), "{name}: {:?}", o.warning);
         assert!(!o.table.meta.contains_key("warning"));
     }
+}
+
+/// The catalogue's tails are asymptotes for its own ranges: where the range is narrowed
+/// (exp on [-1, 1] gave +Inf at 1.0000001, gelu on [-2, 2] jumped by 0.0455) or the
+/// asymptote is crude (reciprocal's +Inf below 1/64, sqrt's clamp above 64), the fit warns,
+/// naming the side and an input where the tail is far from f. Tails the caller chose, and
+/// fitted exp2 tails, are not checked; nor are the catalogue's own ranges where the tails
+/// are the asymptotes (gelu, silu, sigmoid, tanh, erf, elu, ...).
+#[test]
+fn default_tails_far_from_f_beyond_the_range_warn() {
+    let fit = |name: &str, range: Option<(f64, f64)>, tails: Option<Tail>, exp_tails: bool| {
+        fit_report(
+            &Target::parse(name).unwrap(),
+            &FitOptions {
+                range,
+                left_tail: tails.clone(),
+                right_tail: tails,
+                exp_tails,
+                ..opts()
+            },
+            &|_| {},
+        )
+        .unwrap()
+    };
+    let sides = |o: &FitOutcome| {
+        let w = o.warning.clone().unwrap_or_default();
+        (
+            w.contains("catalogue's left tail"),
+            w.contains("catalogue's right tail"),
+        )
+    };
+    let o = fit("exp", Some((-1.0, 1.0)), None, false);
+    assert_eq!(sides(&o), (true, true), "{:?}", o.warning);
+    let w = o.warning.unwrap();
+    // The worst input beyond 1: the table's +Inf next to exp's 2.718.
+    assert!(
+        w.contains("at x = 1.0000001 the table gives inf, exp is 2.7182822"),
+        "{w}"
+    );
+    assert!(w.contains("--right-tail, Python right_tail="), "{w}");
+    let o = fit("gelu", Some((-2.0, 2.0)), None, false);
+    assert_eq!(sides(&o), (true, true), "{:?}", o.warning);
+    for name in ["sqrt", "log"] {
+        let o = fit(name, None, None, false);
+        assert_eq!(sides(&o), (true, true), "{name}: {:?}", o.warning);
+    }
+    // reciprocal: +Inf below 1/64 is far; 0 above 64 is within 8 times this coarse
+    // fit's error (1/64 against ~0.01).
+    let o = fit("reciprocal", None, None, false);
+    assert_eq!(sides(&o), (true, false), "{:?}", o.warning);
+    for name in [
+        "gelu",
+        "gelu_tanh",
+        "silu",
+        "sigmoid",
+        "tanh",
+        "softplus",
+        "mish",
+        "elu",
+        "selu",
+        "erf",
+        "log_sigmoid",
+        "hardswish",
+    ] {
+        let o = fit(name, None, None, false);
+        assert_eq!(sides(&o), (false, false), "{name}: {:?}", o.warning);
+    }
+    // Chosen tails (extend) and fitted exp2 tails are not the catalogue's.
+    let o = fit("exp", Some((-1.0, 1.0)), Some(Tail::Extend), false);
+    assert!(o.warning.is_none(), "{:?}", o.warning);
+    let o = fit("exp", Some((-4.0, 4.0)), None, true);
+    assert_eq!(sides(&o), (false, false), "{:?}", o.warning);
 }
 
 /// A max-error goal holds on an independent, denser sweep than the fitter's: 2^22
@@ -1253,6 +1334,23 @@ fn coefficients_beyond_f32_are_reported() {
     )
     .unwrap();
     assert_eq!(o.verified_error, 0.0);
+    assert!(o.warning.is_none(), "{:?}", o.warning);
+    // Nor gelu in 20,000 pieces of degree 15: thousands of overflowed high-power
+    // coefficients, a table as near to gelu as f32 rounding allows (the warning said
+    // "far from gelu" of a table within 4.3e-7).
+    let o = fit_report(
+        &Target::parse("gelu").unwrap(),
+        &FitOptions {
+            partitions: 20_000,
+            degree: 15,
+            placement: Placement::Uniform,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(o.table.coeffs().iter().filter(|&&c| c == 0.0).count() > 1000);
+    assert!(o.verified_abs_error < 1e-6, "{}", o.verified_abs_error);
     assert!(o.warning.is_none(), "{:?}", o.warning);
 }
 

@@ -672,6 +672,12 @@ pub fn fit_function(
     };
     let (mut left, mut le) = pick_tail(&opts.left_tail, dl, false);
     let (mut right, mut re) = pick_tail(&opts.right_tail, dr, true);
+    // The catalogue's default asymptotes (not the caller's choice, not a fitted exp2 tail),
+    // which tail_warning checks against f beyond the range.
+    let default_tail = [
+        opts.left_tail.is_none() && le.is_none(),
+        opts.right_tail.is_none() && re.is_none(),
+    ];
     left.validate("left")?;
     right.validate("right")?;
 
@@ -815,9 +821,14 @@ pub fn fit_function(
     in_range.f64_ties = ties.iter().filter(|&&x| x >= lo32 && x <= hi32).count() as u64;
     // Only where they matter: coefficients of high powers that a tiny piece does not need
     // (1/h^k scaling) overflow harmlessly, and the verified error then shows nothing.
-    let overflow_matters = verr > 2.0 * pieces.max_error();
+    // And not where the table is as near to f as f32 rounding allows (gelu in 20,000
+    // pieces of degree 15: the warning said "far from gelu" of a table within 4.3e-7).
+    let overflow_matters = || {
+        verr > 2.0 * pieces.max_error()
+            && verr > 8.0 * f32_rounding_floor(&ctx).0.max(f64::MIN_POSITIVE)
+    };
     let plural = |n: usize| if n == 1 { ("", "is") } else { ("s", "are") };
-    let overflow = (pieces.overflowed > 0 && overflow_matters).then(|| {
+    let overflow = (pieces.overflowed > 0 && overflow_matters()).then(|| {
         let (s, be) = plural(pieces.overflowed);
         format!(
             "{} coefficient{s} overflowed f32 and {be} stored as 0 (the table is far from {} \
@@ -827,9 +838,7 @@ pub fn fit_function(
     });
     // Tiny coefficients of a function that f32 itself resolves coarsely there (1e-40·sin)
     // cost nothing that any f32 table could keep: warn only well above f32's rounding.
-    let underflow_matters =
-        || overflow_matters && verr > 8.0 * f32_rounding_floor(&ctx).0.max(f64::MIN_POSITIVE);
-    let underflow = (pieces.underflowed > 0 && underflow_matters()).then(|| {
+    let underflow = (pieces.underflowed > 0 && overflow_matters()).then(|| {
         let (s, be) = plural(pieces.underflowed);
         format!(
             "{} coefficient{s} underflowed f32 (below 2^-126) and {be} stored as subnormals or \
@@ -838,12 +847,18 @@ pub fn fit_function(
             pieces.underflowed, func.name
         )
     });
+    let tails = [false, true].map(|right| {
+        default_tail[right as usize]
+            .then(|| tail_warning(&table, f, &func.name, measure, verr, right))
+            .flatten()
+    });
     let warning = [
         useless_warning(&table, f, &func.name, measure, lo32, hi32),
         overflow,
         underflow,
     ]
     .into_iter()
+    .chain(tails)
     .flatten()
     .collect::<Vec<_>>();
     let warning = (!warning.is_empty()).then(|| warning.join("; "));
@@ -1001,6 +1016,95 @@ fn useless_warning(
         if of.is_empty() { "" } else { " " },
         lo = Num(lo as f64),
         hi = Num(hi as f64),
+    ))
+}
+
+/// Points of [`tail_warning`]'s sweep beyond an edge of the range.
+const TAIL_POINTS: usize = 1024;
+
+/// A warning when a default tail of the catalogue (not one the caller chose; not extend)
+/// is far from f just beyond the range: the defaults are the asymptotes for the
+/// catalogue's own range (exp → +Inf from 88.72, reciprocal → 0 from 64), which a narrower
+/// range (`--range=-1,1` for exp: +Inf from 1) or the function itself (1/65 is not 0)
+/// leaves far from f. Far: in the fit's error measure, more than 8 times the fit's
+/// verified error and 4 f32 ULPs of f, at some point from the edge out to twice the
+/// range's width beyond it (points where f is NaN, outside its domain, are skipped; a
+/// result equal to f rounded to f32, +Inf where f overflows f32 included, is exact).
+fn tail_warning(
+    table: &Table,
+    f: &(dyn Fn(f64) -> f64 + Sync),
+    name: &str,
+    measure: ErrorMeasure,
+    verr: f64,
+    right: bool,
+) -> Option<String> {
+    let tail = if right {
+        table.right_tail()
+    } else {
+        table.left_tail()
+    };
+    if matches!(tail, Tail::Extend) {
+        return None;
+    }
+    let (lo, hi) = (table.breakpoints().lo(), table.breakpoints().hi());
+    let edge = if right { hi } else { lo };
+    let width = (hi as f64 - lo as f64).max(f64::MIN_POSITIVE);
+    let beyond = |x: f64| -> Option<f32> {
+        let x = x as f32;
+        (x.is_finite() && if right { x > edge } else { x < edge }).then_some(x)
+    };
+    let first = if right {
+        edge.next_up()
+    } else {
+        edge.next_down()
+    };
+    let points = std::iter::once(Some(first)).chain((0..TAIL_POINTS).map(|k| {
+        let d = width * (2f64).powf(-20.0 + 21.0 * k as f64 / (TAIL_POINTS - 1) as f64);
+        beyond(if right {
+            edge as f64 + d
+        } else {
+            edge as f64 - d
+        })
+    }));
+    let mut worst: Option<(f64, f32, f64)> = None;
+    for x in points.flatten() {
+        let want = f(x as f64);
+        if want.is_nan() {
+            continue;
+        }
+        let got = table.eval_f32(x);
+        if got.to_bits() == (want as f32).to_bits() {
+            continue;
+        }
+        let diff = (got as f64 - want).abs();
+        let (err, floor) = match measure {
+            ErrorMeasure::Relative if want != 0.0 && want.is_finite() => {
+                (diff / want.abs(), 4.0 * f32::EPSILON as f64)
+            }
+            _ => (diff, 4.0 * <f32 as crate::Element>::ulp_at(want)),
+        };
+        let err = if err.is_nan() { f64::INFINITY } else { err };
+        if err > (8.0 * verr).max(floor) && worst.is_none_or(|w| err > w.0) {
+            worst = Some((err, x, want));
+        }
+    }
+    let (err, x, want) = worst?;
+    let side = if right { "right" } else { "left" };
+    let (past, opt) = if right {
+        ("above", "--right-tail, Python right_tail=")
+    } else {
+        ("below", "--left-tail, Python left_tail=")
+    };
+    Some(format!(
+        "the catalogue's {side} tail ({}) is far from {name} {past} the range's end {}: at x = {} the table gives {}, {name} is {} ({} error {}, the fit's {}); widen the range or choose the tail ({opt})",
+        tail.kind(),
+        Num(edge as f64),
+        Num(x as f64),
+        Num(table.eval_f32(x) as f64),
+        Num(want as f32 as f64),
+        measure.name(),
+        Num(err as f32 as f64),
+        Num(verr as f32 as f64),
     ))
 }
 
