@@ -82,7 +82,12 @@ fn json_f32(v: &Value, what: &str) -> Result<f32> {
 /// Parses a seed JSON object into (flat coefficients, points, degree).
 pub fn parse_seed_json(text: &str) -> Result<(Vec<f32>, Vec<f32>, usize)> {
     // Duplicate keys are refused as in table files (serde_json would keep the last).
-    let v: Value = pwpa::format::parse_json_value(text).context("malformed seed JSON")?;
+    let v: Value = pwpa::format::parse_json_value(text).map_err(|e| {
+        anyhow::anyhow!(
+            "malformed seed JSON: {}",
+            pwpa::format::json_error_message(text, &e)
+        )
+    })?;
     let obj = v
         .as_object()
         .ok_or_else(|| anyhow::anyhow!("a seed file must be a JSON object"))?;

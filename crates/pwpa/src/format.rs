@@ -184,7 +184,7 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
     // Check the header first so a wrong version gets its own message.
     // A UTF-8 byte order mark (some Windows editors write one) is not JSON: skip it.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let value = parse_json_value(text).map_err(|e| Error::Format(e.to_string()))?;
+    let value = parse_json_value(text).map_err(|e| Error::Format(json_error_message(text, &e)))?;
     let obj = value
         .as_object()
         .ok_or_else(|| Error::Format("the top level must be a JSON object".into()))?;
@@ -270,6 +270,27 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
 /// Table files and seed files are both read through this.
 pub fn parse_json_value(text: &str) -> serde_json::Result<serde_json::Value> {
     serde_json::from_str::<NoDuplicateKeys>(text).map(|v| v.0)
+}
+
+/// [`parse_json_value`]'s error as a message, which names a bare `NaN` or `Infinity` at
+/// the place it points to (Python's `json.dump` writes them; JSON has no such values, and
+/// the error alone said "expected value").
+pub fn json_error_message(text: &str, e: &serde_json::Error) -> String {
+    let at = text
+        .lines()
+        .nth(e.line().saturating_sub(1))
+        .and_then(|l| l.get(e.column().saturating_sub(1)..))
+        .unwrap_or("");
+    match ["NaN", "Infinity", "-Infinity"]
+        .into_iter()
+        .find(|t| at.starts_with(t))
+    {
+        Some(t) => format!(
+            "{e}: {t} is not a JSON value (Python's json.dump writes it unless allow_nan=False); \
+             coefficients and breakpoints must be finite numbers"
+        ),
+        None => e.to_string(),
+    }
 }
 
 /// A JSON value, parsed with objects that give a key twice rejected.
@@ -461,8 +482,13 @@ impl TempFile {
         &self.path
     }
 
-    /// Renames the file to `to` (then it is no longer temporary).
+    /// Renames the file to `to` (then it is no longer temporary). A file it replaces
+    /// passes on its permissions (a table kept at mode 600 stays 600; the new file had
+    /// the umask's 644).
     pub(crate) fn persist(mut self, to: &Path) -> std::io::Result<()> {
+        if let Ok(m) = std::fs::metadata(to) {
+            std::fs::set_permissions(&self.path, m.permissions())?;
+        }
         std::fs::rename(&self.path, to)?;
         self.kept = true;
         Ok(())
@@ -758,5 +784,43 @@ mod tests {
         assert!(save(&sample(), &bad, Layout::Aos).is_err());
         assert!(!bad.exists());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// A bare NaN or Infinity (Python's json.dump writes them) is named in the error.
+    #[test]
+    fn nan_and_infinity_literals_are_named() {
+        let good = to_json(&sample(), Layout::Aos);
+        let c = good.find("\"coefficients\"").unwrap();
+        let v = c + good[c..]
+            .find(|ch: char| ch.is_ascii_digit() || ch == '-')
+            .unwrap();
+        let end = v + good[v..].find([',', '\n', ']']).unwrap();
+        for lit in ["NaN", "Infinity", "-Infinity"] {
+            let text = format!("{}{lit}{}", &good[..v], &good[end..]);
+            let e = from_json(&text).unwrap_err().to_string();
+            assert!(e.contains("is not a JSON value"), "{lit}: {e}");
+            assert!(e.contains(lit.trim_start_matches('-')), "{lit}: {e}");
+        }
+        // Other syntax errors are as serde_json says.
+        let e = from_json("{\"format\": }").unwrap_err().to_string();
+        assert!(
+            e.contains("expected value") && !e.contains("not a JSON value"),
+            "{e}"
+        );
+    }
+
+    /// Writing over a file keeps its permissions (the rename left the umask's 644).
+    #[cfg(unix)]
+    #[test]
+    fn an_overwritten_file_keeps_its_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.json");
+        save(&sample(), &p, Layout::Aos).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        save(&sample(), &p, Layout::Soa).unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(load(&p).unwrap(), sample());
     }
 }
