@@ -1903,6 +1903,11 @@ fn fit_edge_cases_fail_cleanly() {
         ("pow(x,2,3)", vec!["takes 2 arguments (got 3)"]),
         ("sin(x,2)", vec!["takes 1 argument (got 2)"]),
         ("x,1", vec!["',' separates"]),
+        (
+            "x % 2",
+            vec!["'%' at position 3 is not an operator", "+, -, *, / and ^"],
+        ),
+        ("x == 1", vec!["'=' at position 3 is not an operator"]),
     ] {
         fails(
             &pwpa(&["fit", "-P", "2", "-o", p(&out), "--", e]),
@@ -1910,6 +1915,21 @@ fn fit_edge_cases_fail_cleanly() {
             &[&out],
         );
     }
+}
+
+/// A long expression is quoted clipped in its error (a 40 kB one was echoed whole).
+#[test]
+fn a_long_expression_is_clipped_in_its_error() {
+    let d = Dir::new();
+    let out = d.path("t.json");
+    let e = format!("{}x{}", "(".repeat(20_000), ")".repeat(20_000));
+    let o = pwpa(&["fit", "-o", p(&out), "--", &e]);
+    fails(
+        &o,
+        &["nests deeper than 256 levels", "(40001 characters)"],
+        &[&out],
+    );
+    assert!(stderr(&o).len() < 1000, "{}", stderr(&o).len());
 }
 
 #[test]

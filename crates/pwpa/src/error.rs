@@ -127,7 +127,7 @@ pub enum Error {
     )]
     UnknownFunction(String),
     /// An expression that does not parse or evaluate.
-    #[error("cannot parse expression '{expr}': {reason}")]
+    #[error("cannot parse expression '{}': {reason}", clip(expr))]
     Expression {
         /// The text.
         expr: String,
@@ -212,4 +212,16 @@ impl Error {
             error: source,
         }
     }
+}
+
+/// An expression as an error message quotes it: whole up to 200 characters, else its first
+/// and last 80 (a 40 kB expression was echoed whole).
+fn clip(text: &str) -> String {
+    let n = text.chars().count();
+    if n <= 200 {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(80).collect();
+    let tail: String = text.chars().skip(n - 80).collect();
+    format!("{head} … {tail} ({n} characters)")
 }

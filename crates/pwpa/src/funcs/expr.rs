@@ -375,6 +375,13 @@ impl Normalizer {
                             self.i + 1
                         ));
                     }
+                    if "%=<>!&|~?:;".contains(next) {
+                        return Err(format!(
+                            "'{next}' at position {} is not an operator of pwpa's expressions \
+                             (they have +, -, *, / and ^)",
+                            self.i + 1
+                        ));
+                    }
                     return Err(format!(
                         "missing operator between '{left}' and '{next}' at position {} \
                          (write products with *, e.g. 2*x)",
