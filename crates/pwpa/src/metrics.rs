@@ -880,7 +880,7 @@ pub fn tail_points(edge: f32, right: bool) -> Vec<f32> {
 
 /// Error statistics of the table (f32 in, U out) at the given inputs.
 pub fn sweep<U: Element>(ev: &Evaluator, target: &Target, xs: &[f32]) -> SweepStats {
-    sweep_refined::<U>(ev, target, xs, false)
+    sweep_refined::<U>(ev, target, xs, false, None)
 }
 
 /// [`sweep`], and with `refine` also at the inputs near its peaks and near the zeros of f
@@ -891,14 +891,27 @@ fn sweep_refined<U: Element>(
     target: &Target,
     xs: &[f32],
     refine: bool,
+    cancel: Option<&std::sync::atomic::AtomicBool>,
 ) -> SweepStats {
     let mut out = vec![U::from_f32(0.0); xs.len()];
     ev.eval(xs, &mut out).expect("same lengths");
+    // (Once `cancel` is set the references are skipped: the caller discards the result. A
+    // costly expression took tens of seconds here, deaf to Ctrl-C.)
+    let cancelled = || cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed));
     let rs: Vec<f64> = xs
         .par_iter()
         .with_min_len(4096)
-        .map(|&x| target.eval(x as f64))
+        .map(|&x| {
+            if cancelled() {
+                f64::NAN
+            } else {
+                target.eval(x as f64)
+            }
+        })
         .collect();
+    if cancelled() {
+        return SweepStats::default();
+    }
     let point = |i: usize| {
         let got = out[i];
         (got.to_f32() as f64, rs[i], ulp_error(got, rs[i]))
@@ -987,8 +1000,15 @@ fn report_typed<U: Element>(
             target,
             &range_points(table, opts.samples.min(MAX_REPORT_SAMPLES)),
             true,
+            ctl.cancel,
         )
     };
+    if ctl
+        .cancel
+        .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+    {
+        return Err(crate::Error::Cancelled);
+    }
     let left = sweep::<U>(&ev, target, &tail_points(bp.lo(), false));
     let right = sweep::<U>(&ev, target, &tail_points(bp.hi(), true));
     Ok(ErrorReport {
@@ -1021,9 +1041,9 @@ pub fn report(table: &Table, target: &Target, opts: &ReportOptions) -> ErrorRepo
 }
 
 /// [`report`], calling `progress` with the fraction of the range sweep done and stopping
-/// with [`crate::Error::Cancelled`] once `cancel` is set (both only between the blocks of
-/// 2^22 inputs of a sweep of every f32 input, [`ReportOptions::every_f32`]: the other
-/// sweeps take well under a second).
+/// with [`crate::Error::Cancelled`] once `cancel` is set (progress only between the blocks
+/// of 2^22 inputs of a sweep of every f32 input, [`ReportOptions::every_f32`]; the
+/// cancellation also in the default range sweep, which a costly expression makes slow).
 pub fn report_with_progress(
     table: &Table,
     target: &Target,

@@ -158,6 +158,65 @@ fn every_f32_fit_stops_when_cancelled() {
     assert!(matches!(r, Err(Error::Cancelled)), "{r:?}");
 }
 
+/// The default (dense) verification and the default report sweep stop too once cancelled
+/// (a costly expression made them run tens of seconds after Ctrl-C): the fit skips the
+/// rest of its 2^20 points, the report its references.
+#[test]
+fn dense_verification_and_report_stop_when_cancelled() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, OnceLock};
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    // The evaluation count when the verification began, and the fit's flag, which the
+    // function sets 10,000 evaluations into the verification (inside the dense sweep).
+    static START: AtomicUsize = AtomicUsize::new(usize::MAX);
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    fn counted(x: f64) -> f64 {
+        let n = CALLS.fetch_add(1, Ordering::Relaxed);
+        let start = START.load(Ordering::Relaxed);
+        if start != usize::MAX && n >= start + 10_000 {
+            FLAG.get().unwrap().store(true, Ordering::Relaxed);
+        }
+        x.sin()
+    }
+    let func = FitFunction {
+        name: "counted sin".into(),
+        f: &counted,
+        // Too many f32 values to check them all: the dense sweep verifies.
+        default_range: (-1000.0, 1000.0),
+        default_tails: (Tail::Extend, Tail::Extend),
+    };
+    let flag = FLAG
+        .get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .clone();
+    let o = FitOptions {
+        partitions: 64,
+        degree: 3,
+        cancel: Some(flag.clone()),
+        ..FitOptions::default()
+    };
+    let r = fit_function(&func, &o, &|p| {
+        if p.message == "verifying" {
+            START.store(CALLS.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    });
+    assert!(matches!(r, Err(Error::Cancelled)), "{:?}", r.err());
+    assert!(flag.load(Ordering::Relaxed));
+    let spent = CALLS.load(Ordering::Relaxed) - START.load(Ordering::Relaxed);
+    // The dense sweep alone is 2^20 evaluations; once cancelled the rest are skipped (a few
+    // rayon tasks may have been past the check).
+    assert!(spent < 1 << 17, "{spent} evaluations in the verification");
+    let t = fit(false).table;
+    let cancel = AtomicBool::new(true);
+    let r = report_with_progress(
+        &t,
+        &Target::parse(EXPR).unwrap(),
+        &ReportOptions::default(),
+        &|_| {},
+        Some(&cancel),
+    );
+    assert!(matches!(r, Err(Error::Cancelled)), "{r:?}");
+}
+
 /// A MaxError search that checked every input hands that check on (no second sweep of
 /// the same pieces), and its progress does not move back while it checks.
 #[test]

@@ -809,11 +809,15 @@ pub fn fit_function(
         })?,
     };
     let verified_every_f32 = exh.is_some();
-    let (verr, vabs) = exh.unwrap_or_else(|| dense_error(&ctx, &table));
+    let (verr, vabs) = match exh {
+        Some(e) => e,
+        None => dense_error(&ctx, &table)?,
+    };
     if !vabs.is_finite() {
         return Err(not_finite_table(&table, f, &func.name));
     }
     let max_jump = max_jump(&table);
+    ctx.check()?;
     let mut in_range = verify::sweep_refs(&table, checked, &refs_in);
     let mut all_finite = verify::sweep_refs(&table, checked, &refs_all);
     let ties = verify::ties(checked, f);
@@ -1235,19 +1239,25 @@ pub const DENSE_POINTS: usize = 1 << 20;
 /// spaced f32 points plus every breakpoint and its neighbours), refined as the report's is
 /// near its peaks and the zeros of f (`refine`), and abs: what a `max_error` goal is
 /// checked against, and what the fit reports.
-fn dense_error(ctx: &Ctx, table: &Table) -> (f64, f64) {
+fn dense_error(ctx: &Ctx, table: &Table) -> Result<(f64, f64)> {
     use rayon::prelude::*;
     let max = |a: (f64, f64), b: (f64, f64)| (a.0.max(b.0), a.1.max(b.1));
     let xs = crate::metrics::range_points(table, DENSE_POINTS);
+    // (Once cancelled, the rest of the points are skipped: a costly expression took tens
+    // of seconds here, deaf to Ctrl-C.)
     let pts: Vec<(f64, f64, f64)> = xs
         .par_iter()
         .with_min_len(4096)
         .map(|&x| {
+            if ctx.cancelled() {
+                return (0.0, 0.0, 0.0);
+            }
             let want = (ctx.f)(x as f64);
             let abs = crate::metrics::abs_error(table.eval_f32(x) as f64, want);
             (want, measured(ctx.measure, abs, want), abs)
         })
         .collect();
+    ctx.check()?;
     let e = pts
         .par_iter()
         .map(|p| (p.1, p.2))
@@ -1269,8 +1279,10 @@ fn dense_error(ctx: &Ctx, table: &Table) -> (f64, f64) {
     };
     let (e1, at) = errs(&crate::refine::points(&xs, &c, ctx.f));
     let (lo, hi) = (xs[0], xs[xs.len() - 1]);
+    ctx.check()?;
     let (e2, _) = errs(&crate::refine::around(&[at as f64], lo, hi));
-    max(max(e, e1), e2)
+    ctx.check()?;
+    Ok(max(max(e, e1), e2))
 }
 
 /// Ranges with at most this many f32 values are verified on every one of them
@@ -1445,7 +1457,7 @@ fn search_error(
             Err(e) => return Err(e),
         };
         let t = pcs.table(Tail::Clamp, Tail::Clamp)?;
-        dense = dense_error(ctx, &t).0;
+        dense = dense_error(ctx, &t)?.0;
         on = "on the dense sweep";
         if dense <= target {
             // and on every f32 input, where the range is small enough to check them all (or
