@@ -1352,6 +1352,23 @@ fn coefficients_beyond_f32_are_reported() {
     assert!(o.table.coeffs().iter().filter(|&&c| c == 0.0).count() > 1000);
     assert!(o.verified_abs_error < 1e-6, "{}", o.verified_abs_error);
     assert!(o.warning.is_none(), "{:?}", o.warning);
+    // Nor x on [0, 1] in 4096 pieces of degree 15 (f32 represents x exactly there, so
+    // f32's rounding of f is 0; the table is within 4e-12).
+    let o = fit_report(
+        &Target::parse("x").unwrap(),
+        &FitOptions {
+            range: Some((0.0, 1.0)),
+            partitions: 4096,
+            degree: 15,
+            placement: Placement::Uniform,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert!(o.table.coeffs().iter().filter(|&&c| c == 0.0).count() > 1000);
+    assert!(o.verified_abs_error < 1e-10, "{}", o.verified_abs_error);
+    assert!(o.warning.is_none(), "{:?}", o.warning);
 }
 
 #[test]

@@ -825,11 +825,28 @@ pub fn fit_function(
     in_range.f64_ties = ties.iter().filter(|&&x| x >= lo32 && x <= hi32).count() as u64;
     // Only where they matter: coefficients of high powers that a tiny piece does not need
     // (1/h^k scaling) overflow harmlessly, and the verified error then shows nothing.
-    // And not where the table is as near to f as f32 rounding allows (gelu in 20,000
-    // pieces of degree 15: the warning said "far from gelu" of a table within 4.3e-7).
+    // And not where the table is as near to f as f32 evaluation allows: within 8 times f32's
+    // rounding of f and 4 f32 ULPs of f's largest magnitude (relative: 4 ULPs) — gelu in
+    // 20,000 pieces of degree 15 is within 4.3e-7, x on [0, 1] in 4096 pieces of degree
+    // 15 within 3.6e-12, and the warning said "far from" both.
     let overflow_matters = || {
+        let noise = match measure {
+            ErrorMeasure::Relative => 4.0 * f32::EPSILON as f64,
+            ErrorMeasure::Absolute => {
+                let top = (0..=1024)
+                    .map(|k| {
+                        f(core_lo as f64 + (core_hi as f64 - core_lo as f64) * k as f64 / 1024.0)
+                    })
+                    .filter(|v| v.is_finite())
+                    .fold(0.0f64, |m, v| m.max(v.abs()));
+                4.0 * <f32 as crate::Element>::ulp_at(top)
+            }
+        };
         verr > 2.0 * pieces.max_error()
-            && verr > 8.0 * f32_rounding_floor(&ctx).0.max(f64::MIN_POSITIVE)
+            && verr
+                > (8.0 * f32_rounding_floor(&ctx).0)
+                    .max(noise)
+                    .max(f64::MIN_POSITIVE)
     };
     let plural = |n: usize| if n == 1 { ("", "is") } else { ("s", "are") };
     let overflow = (pieces.overflowed > 0 && overflow_matters()).then(|| {
