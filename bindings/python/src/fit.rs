@@ -258,7 +258,7 @@ pub fn interruptible<T: Send>(
         std::thread::scope(|s| {
             let (tx, rx) = std::sync::mpsc::channel::<()>();
             let worker = s.spawn(move || {
-                let r = work();
+                let r = crate::table::rayon_safe(work);
                 drop(tx);
                 r
             });

@@ -94,6 +94,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(permute_layout, m)?)?;
     m.add_function(wrap_pyfunction!(advise_hugepages, m)?)?;
     m.add_function(wrap_pyfunction!(table::set_parallelism, m)?)?;
+    m.add_function(wrap_pyfunction!(table::after_fork, m)?)?;
     m.add_function(wrap_pyfunction!(table::parallelism, m)?)?;
     m.add("MAX_DEGREE", pwpa::table::MAX_DEGREE)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -60,6 +60,48 @@ pub fn set_parallelism(enabled: bool) {
     PARALLEL.store(enabled, Ordering::Relaxed);
 }
 
+/// The process this module's rayon pool belongs to: 0 in the process that loaded it (the
+/// global pool), else the pid of a forked child (set by `after_fork`).
+static FORKED_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Called in a forked child (os.register_at_fork): evaluation turns sequential, and the
+/// fitting, reports and derivatives, which use rayon inside pwpa, run on a pool of this
+/// process's own (the parent's pool threads do not exist in the child: a rayon call blocked
+/// forever, at 0 % CPU and deaf to Ctrl-C).
+#[pyfunction]
+pub fn after_fork() {
+    PARALLEL.store(false, Ordering::Relaxed);
+    FORKED_PID.store(std::process::id(), Ordering::Relaxed);
+}
+
+/// Runs `work` where rayon can run it: on the global pool, or in a forked child on a
+/// one-thread pool built for that child (a grandchild builds its own).
+pub fn rayon_safe<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    let pid = FORKED_PID.load(Ordering::Relaxed);
+    if pid == 0 {
+        return work();
+    }
+    static POOL: std::sync::Mutex<Option<(u32, std::sync::Arc<rayon::ThreadPool>)>> =
+        std::sync::Mutex::new(None);
+    let pool = {
+        let mut slot = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_ref() {
+            Some((p, pool)) if *p == pid => Some(pool.clone()),
+            _ => {
+                let built = rayon::ThreadPoolBuilder::new().num_threads(1).build().ok();
+                *slot = built.map(|b| (pid, std::sync::Arc::new(b)));
+                slot.as_ref().map(|s| s.1.clone())
+            }
+        }
+    };
+    match pool {
+        Some(pool) => pool.install(work),
+        // No thread could be started: the caller's thread (rayon's global pool would
+        // hang; a failed build is as far as this can go).
+        None => work(),
+    }
+}
+
 /// Whether multi-threaded CPU evaluation is on.
 #[pyfunction]
 pub fn parallelism() -> bool {
@@ -401,7 +443,10 @@ impl NativeTable {
 
     /// The derivative table (degree D−1, same breakpoints).
     fn derivative(&self, py: Python<'_>) -> PyResult<Self> {
-        let d = pwpa::fit::derivative(&self.table).py_err(py)?;
+        let table = &self.table;
+        let d = py
+            .detach(|| rayon_safe(|| pwpa::fit::derivative(table)))
+            .py_err(py)?;
         Ok(NativeTable::new(d))
     }
 

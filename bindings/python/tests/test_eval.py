@@ -193,3 +193,36 @@ def test_forked_child_evaluates_single_threaded(random_table):
     assert p.exitcode == 0, "forked child failed or hung"
     assert q.get(timeout=5) == (False, True)
     assert pwpa._native.parallelism()
+
+
+def test_forked_child_fits_reports_and_derives():
+    # After the parent used rayon's pool (a fit), a forked child's fit, report and
+    # exp2-tail derivative (rayon inside pwpa) blocked forever at 0 % CPU; they run on a
+    # pool of the child's own now, with the parent's results.
+    import multiprocessing as mp
+
+    if "fork" not in mp.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    parent = pwpa.fit("tanh", partitions=8)
+    want = (parent.coeffs.tobytes(), parent.report()["max_abs"])
+    exp = pwpa.fit("exp", exact="bf16", exp_tails=True)
+    dwant = exp.derivative()(np.float32([-3.0, 0.5, 20.0]))
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+
+    def child():
+        t = pwpa.fit("tanh", partitions=8)
+        d = exp.derivative()(np.float32([-3.0, 0.5, 20.0]))
+        q.put((t.coeffs.tobytes(), t.report()["max_abs"], d.tobytes()))
+
+    p = ctx.Process(target=child)
+    p.start()
+    p.join(120)
+    if p.is_alive():
+        p.kill()
+        p.join()
+        pytest.fail("the forked child hung")
+    assert p.exitcode == 0, "the forked child failed"
+    coeffs, max_abs, d = q.get(timeout=5)
+    assert (coeffs, max_abs) == want
+    assert d == dwant.tobytes()

@@ -332,3 +332,15 @@ def test_parameter_coefficients_in_a_module():
     (gb,) = torch.autograd.grad(mb(xb).sum(), xb)
     assert torch.equal(gx, gb)
     assert torch.equal(torch.func.grad(lambda v: m(v).sum())(x), gb)
+
+
+def test_aos_must_be_a_boolean():
+    # bool("False") is True: a string silently meant AoS (and a wrong result for SoA).
+    c = torch.tensor([[1.0, 0.0], [2.0, 0.0]])
+    p = torch.tensor([-1.0, 0.0, 1.0])
+    soa = ops.aos2soa(c, 1)
+    with pytest.raises(pwpa.ArgumentError, match="AoS must be True or False"):
+        ops.pwpa(torch.tensor([0.5]), soa, p, AoS="False")
+    x = torch.tensor([-0.5, 0.5])
+    assert torch.equal(ops.pwpa(x, soa, p, AoS=False), ops.pwpa(x, c, p, AoS=True))
+    assert torch.equal(ops.pwpa(x, soa, p, AoS=np.bool_(False)), ops.pwpa(x, c, p, AoS=1))

@@ -183,3 +183,26 @@ def test_equality_tells_signed_zeros_apart():
     assert c != d
     e = pwpa.Table([-1, 1], [[1.0]], left_tail=0.0)
     assert c == e and hash(c) == hash(e) and len({c, e}) == 1
+
+
+def test_tail_and_meta_dicts_are_copies():
+    # A nested edit of a returned dict wrote into the table's cached parse: the table then
+    # reported the edit (though it evaluated the original), and equal tables compared
+    # unequal, with different handles.
+    t = pwpa.fit("exp", exact="bf16", exp_tails=True)
+    u = pwpa.Table.from_json(t.to_json())
+    lt = t.left_tail
+    lt["coefficients"][0] = 123.0
+    m = t.meta
+    m["bf16_all_finite"]["max_ulp"] = 99
+    assert t.left_tail["coefficients"][0] != 123.0
+    assert t.meta["bf16_all_finite"]["max_ulp"] != 99
+    assert t.tails[0] == u.tails[0]
+    assert t == u and hash(t) == hash(u) and t.handle == u.handle
+
+
+def test_ragged_coefficients_and_non_numeric_samples_are_pwpa_errors():
+    with pytest.raises(pwpa.ArgumentError, match="coeffs must be numbers"):
+        pwpa.Table([-1, 0, 1], [[1, 0], [2]])
+    with pytest.raises(pwpa.ArgumentError, match="sample x values must be numbers"):
+        pwpa.fit((["a", "b"], ["c", "d"]))

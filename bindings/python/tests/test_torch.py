@@ -597,3 +597,62 @@ def test_torch_argument_errors_are_pwpa_errors(sigmoid_table):
         with pytest.raises(pwpa.ArgumentTypeError) as e:
             call()
         assert isinstance(e.value, pwpa.PwpaError) and isinstance(e.value, TypeError)
+
+
+def test_misaligned_tensors_are_evaluated_through_aligned_copies():
+    # torch.frombuffer at an odd offset: the data pointer is not 4-byte aligned; torch's
+    # own ops accept it, pwpa refused it (forward and backward).
+    t = pwpa.fit("gelu", partitions=8, degree=3)
+    buf = bytearray(4 * 1000 + 8)
+    x = torch.frombuffer(buf, dtype=torch.float32, offset=1, count=1000)
+    assert x.data_ptr() % 4 != 0
+    x.copy_(torch.linspace(-6, 6, 1000))
+    want = reference_eval(t, x.numpy().copy())
+    np.testing.assert_array_equal(t(x).numpy().view(np.uint32), want.view(np.uint32))
+    # Into a misaligned out= (written through a copy), and in place.
+    ybuf = bytearray(4 * 1000 + 8)
+    y = torch.frombuffer(ybuf, dtype=torch.float32, offset=3, count=1000)
+    assert t(x, out=y) is y
+    np.testing.assert_array_equal(y.numpy().view(np.uint32), want.view(np.uint32))
+    # Backward through the derivative table, and value_and_derivative.
+    xg = x.detach().clone().requires_grad_(True)
+    g = torch.frombuffer(bytearray(4 * 1000 + 8), dtype=torch.float32, offset=2, count=1000)
+    g.copy_(torch.linspace(1, 2, 1000))
+    pt.PwPA(t)(xg).backward(g)
+    d = t.derivative()
+    want_g = (g.numpy().astype(np.float32) * reference_eval(d, x.numpy().copy())).astype(np.float32)
+    np.testing.assert_array_equal(xg.grad.numpy().view(np.uint32), want_g.view(np.uint32))
+    v, dv = pt.value_and_derivative(x, t)
+    np.testing.assert_array_equal(v.numpy().view(np.uint32), want.view(np.uint32))
+    np.testing.assert_array_equal(
+        dv.numpy().view(np.uint32), reference_eval(d, x.numpy().copy()).view(np.uint32)
+    )
+
+
+def test_out_refuses_an_inference_tensor_outside_inference_mode():
+    t = pwpa.fit("gelu", partitions=8, degree=3)
+    with torch.inference_mode():
+        y = torch.zeros(4)
+        t(torch.ones(4), out=y)  # inside inference mode: allowed, as for torch
+    with pytest.raises(RuntimeError):
+        torch.sigmoid(torch.ones(4), out=y)
+    before = y.clone()
+    with pytest.raises(pwpa.ArgumentError, match="inference tensor"):
+        t(torch.ones(4), out=y)
+    assert torch.equal(y, before)
+
+
+def test_replace_activations_changes_nothing_when_a_table_fails_to_load(tmp_path):
+    m = nn.Sequential(nn.Linear(2, 2), nn.GELU(), nn.SiLU())
+    t = pwpa.fit("gelu", partitions=8, degree=3)
+    with pytest.raises(pwpa.PwpaIOError):
+        pt.replace_activations(m, {nn.GELU: t, nn.SiLU: str(tmp_path / "missing.json")})
+    assert isinstance(m[1], nn.GELU) and isinstance(m[2], nn.SiLU)
+    with pytest.raises(pwpa.ArgumentTypeError, match="PwPA modules are not replaced"):
+        pt.replace_activations(m, {pt.PwPA: t})
+
+
+def test_value_and_derivative_refuses_a_sparse_tensor_clearly():
+    t = pwpa.fit("gelu", partitions=8, degree=3)
+    with pytest.raises(pwpa.ArgumentError, match="layout sparse_coo"):
+        pt.value_and_derivative(torch.randn(3).to_sparse(), t)

@@ -9,6 +9,7 @@ torch.compile support, ``nn.Module``, activation replacement) lives in
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -42,11 +43,12 @@ __version__ = _native.__version__
 _MAX_COUNT = 2**63 - 1
 
 # rayon's pool does not survive fork(): forked children (e.g. DataLoader workers)
-# evaluate on one thread instead of hanging. PWPA_PARALLELISM=0 turns threads off everywhere.
+# evaluate on one thread, and fit, report and derive on a one-thread pool of their own,
+# instead of hanging. PWPA_PARALLELISM=0 turns evaluation threads off everywhere.
 if os.environ.get("PWPA_PARALLELISM", "1").lower() in ("0", "false", "off"):
     _native.set_parallelism(False)
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=lambda: _native.set_parallelism(False))
+    os.register_at_fork(after_in_child=_native.after_fork)
 
 __all__ = [
     "Table",
@@ -194,11 +196,17 @@ def _tail_dict(spec: TailSpec, side: str) -> Optional[dict]:
     raise ArgumentError(f"invalid {side} tail {spec!r}")
 
 
-def _f32_list(values: Any, what: str) -> list:
+def _f64_array(values: Any, what: str) -> np.ndarray:
+    """values as a float64 array; a ragged or non-numeric input is an ArgumentError (numpy's
+    bare ValueError is not a PwpaError)."""
     try:
-        arr = np.asarray(_to_numpy(values), dtype=np.float64)
+        return np.asarray(_to_numpy(values), dtype=np.float64)
     except (TypeError, ValueError) as e:
-        raise ArgumentError(f"{what} must be numbers: {e}") from None
+        raise ArgumentError(f"{what} must be numbers (a rectangular array of them): {e}") from None
+
+
+def _f32_list(values: Any, what: str) -> list:
+    arr = _f64_array(values, what)
     return [float(v) for v in arr.astype(np.float32).ravel()]
 
 
@@ -256,7 +264,7 @@ class Table:
             pts = _f32_list(breakpoints, "breakpoints")
             points = pts
             p = max(len(pts) - 1, 0)
-        c = np.asarray(_to_numpy(coeffs), dtype=np.float64)
+        c = _f64_array(coeffs, "coeffs")
         if layout not in ("aos", "soa"):
             raise ArgumentError(f"unknown layout '{layout}' (expected aos or soa)")
         if degree is None:
@@ -367,7 +375,7 @@ class Table:
         power first, and P+1 partition points. Anchors are 0 and both tails extend the
         edge polynomial (the seed's use of piece 0 at or above the last point is fixed)."""
         pts = _f32_list(partition_points, "partition points")
-        c = np.asarray(_to_numpy(coeffs), dtype=np.float64)
+        c = _f64_array(coeffs, "coeffs")
         p = len(pts) - 1
         if degree is None:
             if c.ndim == 2:
@@ -455,13 +463,14 @@ class Table:
 
     @property
     def left_tail(self) -> dict:
-        """The left tail policy as in the table format ({'kind': ..., ...})."""
-        return dict(self._doc()["tails"]["left"])
+        """The left tail policy as in the table format ({'kind': ..., ...}): a copy (editing it does
+        not change the table)."""
+        return copy.deepcopy(self._doc()["tails"]["left"])
 
     @property
     def right_tail(self) -> dict:
         """The right tail policy as in the table format."""
-        return dict(self._doc()["tails"]["right"])
+        return copy.deepcopy(self._doc()["tails"]["right"])
 
     @property
     def tails(self) -> Tuple[dict, dict]:
@@ -471,7 +480,7 @@ class Table:
     @property
     def meta(self) -> dict:
         """Provenance recorded in the table (function, fit options, error report)."""
-        return dict(self._doc().get("meta", {}))
+        return copy.deepcopy(self._doc().get("meta", {}))
 
     @property
     def handle(self) -> int:
@@ -690,8 +699,8 @@ def fit(
     if isinstance(func, str):
         target = func
     elif isinstance(func, tuple) and len(func) == 2:
-        xs = np.asarray(_to_numpy(func[0]), dtype=np.float64).ravel()
-        ys = np.asarray(_to_numpy(func[1]), dtype=np.float64).ravel()
+        xs = _f64_array(func[0], "sample x values").ravel()
+        ys = _f64_array(func[1], "sample y values").ravel()
         if xs.shape != ys.shape:
             raise ShapeError(f"samples: {xs.size} x values but {ys.size} y values")
         samples = (xs.tolist(), ys.tolist())

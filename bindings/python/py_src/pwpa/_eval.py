@@ -58,6 +58,29 @@ def check_layout(t: Any, what: str = "input") -> None:
         )
 
 
+def check_writable(t: Any, what: str = "output") -> None:
+    """Raises where PyTorch's own out= kernels would refuse to write t: an inference tensor
+    (made under torch.inference_mode()) outside inference mode."""
+    torch = _torch()
+    if t.is_inference() and not torch.is_inference_mode_enabled():
+        raise ArgumentError(
+            f"{what} is an inference tensor (made under torch.inference_mode()); it cannot be "
+            "written outside inference mode (as with PyTorch's own out= operations)"
+        )
+
+
+def _aligned(t: Any) -> bool:
+    """Whether t's memory starts on a multiple of its element size (a tensor of
+    torch.frombuffer(..., offset=1) does not; the kernels read whole elements)."""
+    return t.data_ptr() % t.element_size() == 0
+
+
+def _fresh(t: Any) -> Any:
+    """A contiguous, aligned copy of t (contiguous() returns a contiguous t itself)."""
+    torch = _torch()
+    return t.clone(memory_format=torch.contiguous_format)
+
+
 def cuda_target(device: Any) -> tuple:
     """(device ordinal, PyTorch's current stream on it as an int) for a CUDA device."""
     torch = _torch()
@@ -107,6 +130,7 @@ def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:
     yd = torch_code(y.dtype, "output")
     check_layout(x, "input")
     check_layout(y, "output")
+    check_writable(y)
     device = x.device
     if device != y.device:
         raise DeviceError(f"input is on {device} but output is on {y.device}; they must be on the same device")
@@ -116,13 +140,16 @@ def eval_tensor_into(table: Any, x: Any, y: Any) -> Any:
     # A tensor with the negative bit (a lazily negated view, e.g. z.conj().imag) stores -x:
     # read it resolved, and write such an output through a copy (copy_ negates).
     x = _resolved(x)
-    if _same_layout(x, y) and not y.is_neg():
+    # (Misaligned memory, e.g. torch.frombuffer at an odd offset, is read through an
+    # aligned copy and written through one.)
+    x_ok, y_ok = _aligned(x), _aligned(y)
+    if x_ok and y_ok and _same_layout(x, y) and not y.is_neg():
         # Dense, same strides (contiguous, channels_last, ...): element k of the memory
         # of x goes to element k of the memory of y, no copy.
         xc, target = x, y
     else:
-        xc = x.contiguous()
-        direct = y.is_contiguous() and not y.is_neg()
+        xc = x.contiguous() if x_ok else _fresh(x)
+        direct = y_ok and y.is_contiguous() and not y.is_neg()
         target = y if direct else torch.empty(y.shape, dtype=y.dtype, device=y.device)
     n = xc.numel()
     native = table._native
@@ -166,6 +193,7 @@ def grad_mul_into(deriv: Any, x: Any, grad: Any, out: Any) -> Any:
     gd = torch_code(grad.dtype, "gradient")
     for t, what in ((x, "input"), (grad, "gradient"), (out, "output")):
         check_layout(t, what)
+    check_writable(out)
     if out.dtype != grad.dtype:
         raise DTypeError(f"output dtype {out.dtype} differs from the gradient's {grad.dtype}")
     if not (x.device == grad.device == out.device):
@@ -178,15 +206,17 @@ def grad_mul_into(deriv: Any, x: Any, grad: Any, out: Any) -> Any:
         )
     check_device(x.device)
     x, grad = _resolved(x), _resolved(grad)
-    if _same_layout(x, out) and not out.is_neg():
+    x_ok, g_ok, o_ok = _aligned(x), _aligned(grad), _aligned(out)
+    if x_ok and o_ok and _same_layout(x, out) and not out.is_neg():
         # x and out dense with one layout: the gradient is brought to it if it has
         # another (e.g. the expanded ones of a sum's backward), then one pass in place.
         xc, target = x, out
-        gc = grad if _same_layout(x, grad) else torch.empty_like(x, dtype=grad.dtype).copy_(grad)
+        same = g_ok and _same_layout(x, grad)
+        gc = grad if same else torch.empty_like(x, dtype=grad.dtype).copy_(grad)
     else:
-        xc = x.contiguous()
-        gc = grad.contiguous()
-        direct = out.is_contiguous() and not out.is_neg()
+        xc = x.contiguous() if x_ok else _fresh(x)
+        gc = grad.contiguous() if g_ok else _fresh(grad)
+        direct = o_ok and out.is_contiguous() and not out.is_neg()
         target = out if direct else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     n = xc.numel()
     native = deriv._native

@@ -125,6 +125,9 @@ def pwpa(x: Any, coeffs: Any, partition_points: Any, AoS: bool = True) -> Any:
     """Evaluates the piecewise polynomial (torchPACE's optimised op). ``coeffs`` is
     ``(P, D+1)`` when ``AoS`` else ``(D+1, P)`` (as :func:`aos2soa` returns), global x,
     highest power first; ``partition_points`` has P+1 increasing points."""
+    if not (isinstance(AoS, (bool, np.bool_)) or (isinstance(AoS, int) and AoS in (0, 1))):
+        # (bool("False") is True: a string silently meant AoS.)
+        raise ArgumentError(f"AoS must be True or False (got {AoS!r})")
     return _seed_call(x, coeffs, partition_points, bool(AoS))
 
 

@@ -32,7 +32,9 @@ from . import Table, _lookup
 from ._native import advise_hugepages
 from .errors import ArgumentError, ArgumentTypeError
 from ._eval import (
+    _aligned,
     _dense,
+    _fresh,
     _same_layout,
     check_device,
     check_layout,
@@ -525,6 +527,7 @@ def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.
     if not isinstance(table, Table):
         raise ArgumentError(f"value_and_derivative takes a pwpa.Table (got {type(table).__name__})")
     torch_code(x.dtype, "input")
+    check_layout(x)
     check_device(x.device)
     if x.is_neg():  # a lazily negated view: its memory holds -x
         x = x.resolve_neg()
@@ -534,10 +537,10 @@ def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.
     dy = _out_like(x, dt, real=True)
     if x.device.type == "cuda" and dt == x.dtype:
         # One pass over raw memory: x, y and dy in one dense layout (y and dy take x's).
-        if _same_layout(x, y, dy):
+        if _aligned(x) and _same_layout(x, y, dy):
             xc = x
         else:
-            xc = x.contiguous()
+            xc = x.contiguous() if _aligned(x) else _fresh(x)
             y, dy = torch.empty_like(xc), torch.empty_like(xc)
         n = xc.numel()
         if n:
@@ -640,6 +643,11 @@ def replace_activations(
     for k in mapping:
         if not (isinstance(k, type) and issubclass(k, nn.Module)):
             raise ArgumentTypeError(f"mapping keys must be nn.Module subclasses, got {k!r}")
+        if issubclass(k, PwPA):
+            raise ArgumentTypeError(
+                "PwPA modules are not replaced (they already are tables); to change a PwPA's "
+                "table, assign a new PwPA(table) in its place"
+            )
 
     def replacement(m: nn.Module) -> Any:
         if isinstance(m, PwPA):
@@ -660,7 +668,10 @@ def replace_activations(
     # Every name a matching module is registered under (a module object may sit under
     # several: `act = nn.GELU(); nn.Sequential(lin, act, lin, act)`, which
     # named_children() lists once), each instance replaced by one PwPA shared the same way.
+    # Every replacement is made (its table loaded) before the model changes: an error (a
+    # table file that does not load) leaves the model as it was, not half converted.
     done: Dict[int, Any] = {}
+    changes = []
     for parent in list(model.modules()):
         for name, child in list(parent._modules.items()):
             if child is None:
@@ -669,9 +680,7 @@ def replace_activations(
                 done[id(child)] = replacement(child)
             r = done[id(child)]
             if r is not None:
-                setattr(parent, name, r)
-                if name == "activation":
-                    _no_fast_path(parent)
+                changes.append((parent, name, r))
         if isinstance(parent, _TRANSFORMER_LAYERS):
             fn = parent.__dict__.get("activation")
             make = None
@@ -683,8 +692,12 @@ def replace_activations(
             if make is not None:
                 r = replacement(make())
                 if r is not None:
-                    parent.activation = r  # a module now (nn.Module.__setattr__ registers it)
-                    _no_fast_path(parent)
+                    changes.append((parent, "activation", r))
+    for parent, name, r in changes:
+        # (a module for a function activation: nn.Module.__setattr__ registers it)
+        setattr(parent, name, r)
+        if name == "activation":
+            _no_fast_path(parent)
     return model
 
 
