@@ -1971,6 +1971,13 @@ fn samples_tables_plot_and_warn_beyond_the_data() {
     );
     let t = pwpa::format::load(&out).unwrap();
     assert!(t.meta["warning"].as_str().unwrap().contains("beyond"));
+    // exp2 tails need the function beyond the range: refused (they were ignored).
+    let e2 = d.path("e2.json");
+    fails(
+        &pwpa(&["fit", "--samples", p(&csv), "--exp-tails", "-o", p(&e2)]),
+        &["samples have no values there", "--exp-tails"],
+        &[&e2],
+    );
     // No function to compare with: the table alone, with a note.
     let svg = d.path("u.svg");
     let o = pwpa(&["plot", p(&out), "-o", p(&svg)]);

@@ -231,6 +231,14 @@ pub fn fit_report(
     opts: &FitOptions,
     progress: &dyn Fn(Progress),
 ) -> Result<FitOutcome> {
+    if matches!(target, Target::Samples(_)) && opts.exp_tails {
+        // (They were ignored: the tails stayed the samples' clamps.)
+        return Err(Error::InvalidArgument(
+            "exp2 tails are fitted to the function beyond the range, and samples have no \
+             values there: leave out --exp-tails (Python exp_tails=), or give the tails"
+                .into(),
+        ));
+    }
     let f = |x: f64| target.eval(x);
     let func = FitFunction {
         name: target.name(),
