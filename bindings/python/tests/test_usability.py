@@ -471,3 +471,11 @@ def test_a_table_fitted_to_samples_names_why_it_has_no_reference(tmp_path):
     with pytest.raises(pwpa.ArgumentError, match="ULP error curve needs the function"):
         t.plot(tmp_path / "u.svg", ulp="f32")
     assert not (tmp_path / "u.svg").exists()
+
+
+def test_samples_refuse_exp_tails():
+    # exp2 tails are fitted to the function beyond the range; samples have none (the
+    # option was ignored silently).
+    xs = np.linspace(0, 1, 10)
+    with pytest.raises(pwpa.ArgumentError, match="samples have no values there"):
+        pwpa.fit((xs, xs * xs), exp_tails=True)
