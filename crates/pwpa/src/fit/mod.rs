@@ -876,9 +876,10 @@ pub fn fit_function(
             pieces.underflowed, func.name
         )
     });
+    // (An exact fit checks every input of its type, tails included, and reports that.)
     let tails = [false, true].map(|right| {
-        default_tail[right as usize]
-            .then(|| tail_warning(&table, f, &func.name, measure, verr, right))
+        (default_tail[right as usize] && exact.is_none())
+            .then(|| tail_warning(&table, f, &func.name, vabs, right))
             .flatten()
     });
     let warning = [
@@ -1055,16 +1056,16 @@ const TAIL_POINTS: usize = 1024;
 /// is far from f just beyond the range: the defaults are the asymptotes for the
 /// catalogue's own range (exp → +Inf from 88.72, reciprocal → 0 from 64), which a narrower
 /// range (`--range=-1,1` for exp: +Inf from 1) or the function itself (1/65 is not 0)
-/// leaves far from f. Far: in the fit's error measure, more than 8 times the fit's
-/// verified error and 4 f32 ULPs of f, at some point from the edge out to twice the
-/// range's width beyond it (points where f is NaN, outside its domain, are skipped; a
-/// result equal to f rounded to f32, +Inf where f overflows f32 included, is exact).
+/// leaves far from f. Far: more than 8 times the fit's verified absolute error and 4 f32
+/// ULPs of f, at some point from the edge out to twice the range's width beyond it
+/// (points where f is NaN, outside its domain, are skipped; a result equal to f rounded to
+/// f32, +Inf where f overflows f32 included, is exact). Absolute error whatever the fit's
+/// measure: an asymptote of 0 (silu's −0 below −20) is 100 % off in relative terms.
 fn tail_warning(
     table: &Table,
     f: &(dyn Fn(f64) -> f64 + Sync),
     name: &str,
-    measure: ErrorMeasure,
-    verr: f64,
+    vabs: f64,
     right: bool,
 ) -> Option<String> {
     let tail = if right {
@@ -1105,15 +1106,10 @@ fn tail_warning(
         if got.to_bits() == (want as f32).to_bits() {
             continue;
         }
-        let diff = (got as f64 - want).abs();
-        let (err, floor) = match measure {
-            ErrorMeasure::Relative if want != 0.0 && want.is_finite() => {
-                (diff / want.abs(), 4.0 * f32::EPSILON as f64)
-            }
-            _ => (diff, 4.0 * <f32 as crate::Element>::ulp_at(want)),
-        };
+        let err = (got as f64 - want).abs();
+        let floor = 4.0 * <f32 as crate::Element>::ulp_at(want);
         let err = if err.is_nan() { f64::INFINITY } else { err };
-        if err > (8.0 * verr).max(floor) && worst.is_none_or(|w| err > w.0) {
+        if err > (8.0 * vabs).max(floor) && worst.is_none_or(|w| err > w.0) {
             worst = Some((err, x, want));
         }
     }
@@ -1125,15 +1121,14 @@ fn tail_warning(
         ("below", "--left-tail, Python left_tail=")
     };
     Some(format!(
-        "the catalogue's {side} tail ({}) is far from {name} {past} the range's end {}: at x = {} the table gives {}, {name} is {} ({} error {}, the fit's {}); widen the range or choose the tail ({opt})",
+        "the catalogue's {side} tail ({}) is far from {name} {past} the range's end {}: at x = {} the table gives {}, {name} is {} (abs error {}, the fit's {}); widen the range or choose the tail ({opt})",
         tail.kind(),
         Num(edge as f64),
         Num(x as f64),
         Num(table.eval_f32(x) as f64),
         Num(want as f32 as f64),
-        measure.name(),
         Num(err as f32 as f64),
-        Num(verr as f32 as f64),
+        Num(vabs as f32 as f64),
     ))
 }
 
