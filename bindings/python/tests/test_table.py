@@ -80,7 +80,7 @@ def test_bad_files(tmp_path, random_table):
         pwpa.load(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(pwpa.TableError, match="malformed table file"):
+    with pytest.raises(pwpa.TableError, match="malformed table JSON"):
         pwpa.load(bad)
     doc = json.loads(random_table.to_json())
     doc["coefficients"] = doc["coefficients"][:-1]

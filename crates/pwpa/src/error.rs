@@ -100,7 +100,7 @@ pub enum Error {
         symbol: String,
     },
     /// JSON that does not parse or does not match the schema.
-    #[error("malformed table file: {0}")]
+    #[error("malformed table JSON: {0}")]
     Format(String),
     /// A format version this build does not read.
     #[error("unsupported table format version {found} (this build reads version {supported})")]
