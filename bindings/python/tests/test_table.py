@@ -1,6 +1,7 @@
 """Tables: construction, validation errors, JSON/seed round trips, derivative, report."""
 
 import json
+import os
 import pickle
 
 import numpy as np
@@ -206,3 +207,11 @@ def test_ragged_coefficients_and_non_numeric_samples_are_pwpa_errors():
         pwpa.Table([-1, 0, 1], [[1, 0], [2]])
     with pytest.raises(pwpa.ArgumentError, match="sample x values must be numbers"):
         pwpa.fit((["a", "b"], ["c", "d"]))
+
+
+def test_paths_may_be_bytes(tmp_path, random_table):
+    # os.fspath kept bytes, which the native side refused with a TypeError.
+    p = os.fsencode(tmp_path / "t.json")
+    random_table.save(p)
+    assert pwpa.load(p) == random_table
+    assert pwpa.Table.load(p) == random_table

@@ -347,11 +347,11 @@ class Table:
     @classmethod
     def load(cls, path: Union[str, os.PathLike]) -> "Table":
         """Loads and validates a table file (raises TableError / PwpaIOError)."""
-        return cls._wrap(_native.Table.load(os.fspath(path)))
+        return cls._wrap(_native.Table.load(os.fsdecode(path)))
 
     def save(self, path: Union[str, os.PathLike], layout: str = "aos") -> None:
         """Writes the table atomically (never a half-written file)."""
-        self._native.save(os.fspath(path), layout)
+        self._native.save(os.fsdecode(path), layout)
 
     def export(self, path: Union[str, os.PathLike], format: Optional[str] = None, name: Optional[str] = None) -> None:
         """Writes the table for C or RTL, atomically (``pwpa export``): ``format="c"`` a C
@@ -362,7 +362,7 @@ class Table:
         func = self.meta.get("function")
         source = f"pwpa.Table (function {func})" if isinstance(func, str) else "pwpa.Table"
         self._native.export(
-            os.fspath(path), None if format is None else str(format), None if name is None else str(name), source
+            os.fsdecode(path), None if format is None else str(format), None if name is None else str(name), source
         )
 
     def to_json(self, layout: str = "aos") -> str:
@@ -539,7 +539,7 @@ class Table:
         the table with its breakpoints, and the error beneath (absolute, or in ULPs of
         ``ulp`` = "f32" | "bf16" | "f16"), to ``path`` (.svg or .png)."""
         self._native.plot(
-            os.fspath(path), target, None if ulp is None else _dtype_name(ulp), range
+            os.fsdecode(path), target, None if ulp is None else _dtype_name(ulp), range
         )
 
     # ---- evaluation -------------------------------------------------------------
