@@ -226,3 +226,15 @@ def test_forked_child_fits_reports_and_derives():
     coeffs, max_abs, d = q.get(timeout=5)
     assert (coeffs, max_abs) == want
     assert d == dwant.tobytes()
+
+
+def test_masked_arrays_keep_their_mask(random_table):
+    xs = np.linspace(-3, 3, 7, dtype=np.float32)
+    m = np.ma.MaskedArray(xs, mask=[0, 1, 0, 0, 1, 0, 0])
+    y = random_table(m)
+    assert isinstance(y, np.ma.MaskedArray)
+    np.testing.assert_array_equal(np.ma.getmaskarray(y), np.ma.getmaskarray(m))
+    np.testing.assert_array_equal(y.data.view(np.uint32), random_table(xs).view(np.uint32))
+    # The mask is a copy: unmasking the result leaves the input's mask alone.
+    y.mask[1] = False
+    assert m.mask[1]

@@ -363,4 +363,8 @@ def eval_array(table: Any, x: Any, out: Any = None) -> Any:
         return pwpa_torch.pwpa_eval(x, table)
     if _is_tensor(out):
         raise DeviceError("the input is not a torch tensor but out is; pass tensors for both or neither")
+    if isinstance(x, np.ma.MaskedArray) and out is None:
+        # As numpy's ufuncs do: a masked array with the input's mask (it came back a plain
+        # ndarray, the mask dropped). The masked elements are evaluated too.
+        return np.ma.MaskedArray(_eval_numpy(table, x.data, None), mask=np.ma.getmaskarray(x).copy())
     return _eval_numpy(table, x, out)
