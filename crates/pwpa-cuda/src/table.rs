@@ -1554,14 +1554,14 @@ impl CudaTable {
             .then(|| self.host_lut(x_dtype, true))
             .flatten()
             .map(|h| {
-                let fin = if h.finite {
-                    Some(false)
-                } else {
-                    h.window.map(|_| true)
-                };
-                (lut_bytes(h.vals.len()), h.nleft > 0, fin)
+                (
+                    lut_bytes(h.vals.len()),
+                    h.nleft > 0,
+                    h.finite,
+                    h.window.is_some(),
+                )
             })
-            .filter(|&(b, _, _)| b <= full_cap);
+            .filter(|&(b, ..)| b <= full_cap);
         // What every specialisation of this table takes from it; nothing staged.
         let base = KernelSpec {
             x_dtype,
@@ -1596,7 +1596,7 @@ impl CudaTable {
             tile_grid: false,
             fast_group: false,
         };
-        if let Some((bytes, mid, fin)) = full_bytes {
+        if let Some((bytes, mid, finite, window)) = full_bytes {
             // The backward pass of 16-bit gradients through a table of finite results:
             // chunks where no product can be NaN skip the NaN handling (the kernel's
             // LEAN, KernelSpec::lean). PWPA_CUDA_LEAN=0 turns it off (tuning).
@@ -1624,11 +1624,11 @@ impl CudaTable {
                 && y_dtype != DType::F32
                 && lean_env != Some(0)
                 && (!mid || lean_env == Some(2))
-                && fin.is_some()
+                && (finite || window)
                 && !self.full_two_blocks(&spec, bytes);
             // Tables whose results overflow at an end (exp's f16 derivative: +Inf from
             // x = 88.75) check each chunk's inputs against the finite entries' ordinals.
-            spec.lean_window = spec.lean && fin == Some(true);
+            spec.lean_window = spec.lean && !finite;
             return (spec, bytes);
         }
         let taillut = tl_bytes.is_some_and(|b| rec1 + idx + b <= smem_limit);
@@ -1980,6 +1980,7 @@ impl CudaTable {
         let b = self.table.breakpoints();
         let (a0, ah) = self.affine.unwrap_or((0.0, 0.0));
         let (a02, ah2) = deriv.and_then(|d| d.affine).unwrap_or((0.0, 0.0));
+        let window = tl.and_then(|t| t.1.window).unwrap_or((0, 0));
         Params {
             rec: self.rec.ptr(),
             rec2: deriv.map(|d| d.rec.ptr()).unwrap_or(0),
@@ -2004,8 +2005,8 @@ impl CudaTable {
             tk_hi: tl.map_or(0, |t| t.1.k_hi),
             tl_n: tl.map_or(0, |t| t.1.nleft),
             tl_total: tl.map_or(0, |t| t.1.vals.len() as u32),
-            lw_lo: tl.and_then(|t| t.1.window).map_or(0, |w| w.0),
-            lw_hi: tl.and_then(|t| t.1.window).map_or(0, |w| w.1),
+            lw_lo: window.0,
+            lw_hi: window.1,
         }
     }
 

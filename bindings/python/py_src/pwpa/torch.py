@@ -537,10 +537,11 @@ def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.
     dy = _out_like(x, dt, real=True)
     if x.device.type == "cuda" and dt == x.dtype:
         # One pass over raw memory: x, y and dy in one dense layout (y and dy take x's).
-        if _aligned(x) and _same_layout(x, y, dy):
+        aligned = _aligned(x)
+        if aligned and _same_layout(x, y, dy):
             xc = x
         else:
-            xc = x.contiguous() if _aligned(x) else _fresh(x)
+            xc = x.contiguous() if aligned else _fresh(x)
             y, dy = torch.empty_like(xc), torch.empty_like(xc)
         n = xc.numel()
         if n:

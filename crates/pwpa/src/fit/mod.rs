@@ -832,29 +832,12 @@ pub fn fit_function(
     all_finite.f64_ties = ties.len() as u64;
     in_range.f64_ties = ties.iter().filter(|&&x| x >= lo32 && x <= hi32).count() as u64;
     // Only where they matter: coefficients of high powers that a tiny piece does not need
-    // (1/h^k scaling) overflow harmlessly, and the verified error then shows nothing.
-    // And not where the table is as near to f as f32 evaluation allows: within 8 times f32's
-    // rounding of f and 4 f32 ULPs of f's largest magnitude (relative: 4 ULPs) — gelu in
-    // 20,000 pieces of degree 15 is within 4.3e-7, x on [0, 1] in 4096 pieces of degree
-    // 15 within 3.6e-12, and the warning said "far from" both.
+    // (1/h^k scaling) overflow harmlessly, and the verified error then shows nothing
+    // (overflow_costs_accuracy; asked by both warnings below, computed once, only where
+    // one of them is due).
+    let matters = std::cell::OnceCell::new();
     let overflow_matters = || {
-        let noise = match measure {
-            ErrorMeasure::Relative => 4.0 * f32::EPSILON as f64,
-            ErrorMeasure::Absolute => {
-                let top = (0..=1024)
-                    .map(|k| {
-                        f(core_lo as f64 + (core_hi as f64 - core_lo as f64) * k as f64 / 1024.0)
-                    })
-                    .filter(|v| v.is_finite())
-                    .fold(0.0f64, |m, v| m.max(v.abs()));
-                4.0 * <f32 as crate::Element>::ulp_at(top)
-            }
-        };
-        verr > 2.0 * pieces.max_error()
-            && verr
-                > (8.0 * f32_rounding_floor(&ctx).0)
-                    .max(noise)
-                    .max(f64::MIN_POSITIVE)
+        *matters.get_or_init(|| overflow_costs_accuracy(&ctx, f, measure, verr, pieces.max_error()))
     };
     let plural = |n: usize| if n == 1 { ("", "is") } else { ("s", "are") };
     let overflow = (pieces.overflowed > 0 && overflow_matters()).then(|| {
@@ -984,6 +967,36 @@ pub fn fit_function(
     })
 }
 
+/// Whether a fit's verified error `verr` is above what its pieces reached (`fitted`) and
+/// above what f32 evaluation allows: 8 times f32's rounding of f, and 4 f32 ULPs of f's
+/// largest magnitude (relative: 4 ULPs). Coefficients that overflowed or underflowed f32
+/// matter only then: gelu in 20,000 pieces of degree 15 is within 4.3e-7, x on [0, 1] in
+/// 4096 pieces of degree 15 within 3.6e-12, and the warning said "far from" both.
+fn overflow_costs_accuracy(
+    ctx: &Ctx,
+    f: &(dyn Fn(f64) -> f64 + Sync),
+    measure: ErrorMeasure,
+    verr: f64,
+    fitted: f64,
+) -> bool {
+    let noise = match measure {
+        ErrorMeasure::Relative => 4.0 * f32::EPSILON as f64,
+        ErrorMeasure::Absolute => {
+            let (lo, hi) = (ctx.lo as f64, ctx.hi as f64);
+            let top = (0..=1024)
+                .map(|k| f(lo + (hi - lo) * k as f64 / 1024.0))
+                .filter(|v| v.is_finite())
+                .fold(0.0f64, |m, v| m.max(v.abs()));
+            4.0 * <f32 as crate::Element>::ulp_at(top)
+        }
+    };
+    verr > 2.0 * fitted
+        && verr
+            > (8.0 * f32_rounding_floor(ctx).0)
+                .max(noise)
+                .max(f64::MIN_POSITIVE)
+}
+
 /// Points of [`useless_warning`]'s sweep.
 const USELESS_POINTS: usize = 4097;
 
@@ -1096,7 +1109,7 @@ fn tail_warning(
             edge as f64 - d
         })
     }));
-    let mut worst: Option<(f64, f32, f64)> = None;
+    let mut worst: Option<(f64, f32, f32, f64)> = None;
     for x in points.flatten() {
         let want = f(x as f64);
         if want.is_nan() {
@@ -1110,10 +1123,10 @@ fn tail_warning(
         let floor = 4.0 * <f32 as crate::Element>::ulp_at(want);
         let err = if err.is_nan() { f64::INFINITY } else { err };
         if err > (8.0 * vabs).max(floor) && worst.is_none_or(|w| err > w.0) {
-            worst = Some((err, x, want));
+            worst = Some((err, x, got, want));
         }
     }
-    let (err, x, want) = worst?;
+    let (err, x, got, want) = worst?;
     let side = if right { "right" } else { "left" };
     let (past, opt) = if right {
         ("above", "--right-tail, Python right_tail=")
@@ -1125,7 +1138,7 @@ fn tail_warning(
         tail.kind(),
         Num(edge as f64),
         Num(x as f64),
-        Num(table.eval_f32(x) as f64),
+        Num(got as f64),
         Num(want as f32 as f64),
         Num(err as f32 as f64),
         Num(vabs as f32 as f64),
