@@ -300,7 +300,8 @@ pub struct ExhaustiveStats {
     pub range: Option<(f64, f64)>,
     /// Inputs considered where the reference is defined.
     pub inputs: usize,
-    /// Inputs whose result equals the correctly rounded reference.
+    /// Inputs whose result equals the correctly rounded reference (a zero of either sign
+    /// equals a zero: see `zero_sign_mismatches`).
     pub correctly_rounded: usize,
     /// correctly_rounded / inputs (1 when there are no inputs).
     pub fraction_correct: f64,
@@ -325,6 +326,10 @@ pub struct ExhaustiveStats {
     /// at the tiniest inputs, where f64 gives exactly x/2). They count as correct when
     /// the result is the f64 value's round-half-even, as the other inputs do.
     pub f64_ties: usize,
+    /// Of the correctly rounded inputs, those whose result is a zero of the other sign
+    /// than the correctly rounded reference (+0 where f rounds to −0, or the reverse:
+    /// equal under IEEE 754 comparison, so counted as correct, but not the same bits).
+    pub zero_sign_mismatches: usize,
 }
 
 impl ExhaustiveStats {
@@ -342,6 +347,7 @@ impl ExhaustiveStats {
             undefined: 0,
             nan_results: 0,
             f64_ties: 0,
+            zero_sign_mismatches: 0,
         }
     }
 
@@ -416,7 +422,11 @@ fn exhaustive_stats<U: Element16>(
             }
         }
         let g = got.to_f32();
-        let correct = !r.is_nan() && g == U::from_f64(r).to_f32();
+        let cr = U::from_f64(r).to_f32();
+        let correct = !r.is_nan() && g == cr;
+        if correct && g == 0.0 && g.is_sign_negative() != cr.is_sign_negative() {
+            s.zero_sign_mismatches += 1;
+        }
         s.push(xv, g as f64, r, ulp_error(*got, r), correct);
         if is_tie::<U>(r) {
             s.f64_ties += 1;
@@ -442,16 +452,12 @@ pub struct ExhaustiveReference<U: Element16> {
 }
 
 impl<U: Element16> ExhaustiveReference<U> {
-    /// Evaluates `target` at every finite input of U (in parallel). −0 is the same
-    /// input as +0 (the index rule and f see one value) and is swept once, as the
-    /// fitter's exact sweeps do.
+    /// Evaluates `target` at every finite input of U (in parallel), −0 and +0 included
+    /// as two inputs.
     pub fn new(target: &Target) -> Self {
         let xs: Vec<U> = (0..=u16::MAX)
             .map(U::from_bits16)
-            .filter(|x| {
-                let v = x.to_f32();
-                v.is_finite() && !(v == 0.0 && v.is_sign_negative())
-            })
+            .filter(|x| x.to_f32().is_finite())
             .collect();
         let refs: Vec<f64> = xs
             .par_iter()
@@ -683,6 +689,14 @@ fn fmt_exh(f: &mut std::fmt::Formatter<'_>, what: &str, s: &ExhaustiveStats) -> 
              f64 cannot tell which way f rounds there (counted by f64's round-half-even)",
             s.f64_ties,
             s.dtype.name()
+        )?;
+    }
+    if s.zero_sign_mismatches > 0 {
+        writeln!(
+            f,
+            "      {} of the correctly rounded results are a zero of the other sign than f's \
+             (e.g. +0 where f rounds to -0): counted as correct, since the two compare equal",
+            s.zero_sign_mismatches
         )?;
     }
     Ok(())

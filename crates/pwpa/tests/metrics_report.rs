@@ -40,15 +40,15 @@ fn exact_line_is_correctly_rounded_everywhere_in_bf16_and_f16() {
         // Correctly rounded: at most half an ULP from the exact value.
         assert!(x.all_finite.max_ulp <= 0.5);
         assert_eq!(x.all_finite.fraction_correct, 1.0);
-        // −0 is swept once, as +0.
+        // −0 and +0 are two inputs.
         let finite = if dtype == DType::BF16 {
-            65536 - 2 * 128 - 1 // 2·(2^7 − 1) NaN patterns + 2 infinities, and −0
+            65536 - 2 * 128 // 2·(2^7 − 1) NaN patterns + 2 infinities
         } else {
-            65536 - 2 * 1024 - 1
+            65536 - 2 * 1024
         };
         assert_eq!(x.all_finite.inputs, finite);
         assert_eq!(x.all_finite.undefined, 0);
-        // Inside [-4, 4]: every 16-bit value of magnitude ≤ 4 (0 once).
+        // Inside [-4, 4]: every 16-bit value of magnitude ≤ 4 (±0 both).
         let n_in = (0..=u16::MAX)
             .filter(|&b| {
                 let v = if dtype == DType::BF16 {
@@ -56,7 +56,7 @@ fn exact_line_is_correctly_rounded_everywhere_in_bf16_and_f16() {
                 } else {
                     f16::from_bits(b).to_f32()
                 };
-                v.abs() <= 4.0 && b != 0x8000
+                v.abs() <= 4.0
             })
             .count();
         assert_eq!(x.in_range.inputs, n_in);
@@ -246,11 +246,11 @@ fn exhaustive_bf16_counts_of_the_chord() {
     let t = chord_table();
     let f = Target::parse("x*x").unwrap();
     let s = exhaustive::<bf16>(&t, &f, Some((0.0, 1.0)));
-    // bf16 values in [0, 1]: +0 … 1.0 (0x0000..=0x3F80; −0 is swept as +0). Correctly
-    // rounded results x == bf16(x²) only at 0 and 1.
-    assert_eq!(s.inputs, 0x3F80 + 1);
-    assert_eq!(s.correctly_rounded, 2);
-    assert_eq!(s.fraction_correct, 2.0 / (0x3F80 + 1) as f64);
+    // bf16 values in [0, 1]: +0 … 1.0 (0x0000..=0x3F80) and −0. Correctly rounded
+    // results x == bf16(x²) only at ±0 and 1.
+    assert_eq!(s.inputs, 0x3F80 + 2);
+    assert_eq!(s.correctly_rounded, 3);
+    assert_eq!(s.fraction_correct, 3.0 / (0x3F80 + 2) as f64);
     assert!(!s.all_correct());
     // Max ULP computed independently over the same inputs.
     let mut want = (0.0f64, 0.0f64);
@@ -414,7 +414,7 @@ fn cached_exhaustive_reference_agrees_with_exhaustive() {
     use pwpa::metrics::{exhaustive_both, ExhaustiveReference};
     let f = Target::parse("x*x").unwrap();
     let cache = ExhaustiveReference::<f16>::new(&f);
-    assert_eq!(cache.inputs().len(), 65536 - 2 * 1024 - 1); // −0 swept as +0
+    assert_eq!(cache.inputs().len(), 65536 - 2 * 1024); // ±0 are two inputs
     for (x, (&r, cr)) in cache
         .inputs()
         .iter()
@@ -461,6 +461,42 @@ fn exhaustive_report_counts_f64_ties() {
     let t = Table::new(bp, 1, vec![0.0], vec![2.0, 0.0], dbl.clone(), dbl).unwrap();
     let s = exhaustive::<bf16>(&t, &Target::parse("2*x").unwrap(), None);
     assert_eq!(s.f64_ties, 0);
+}
+
+#[test]
+fn exhaustive_report_counts_zeros_of_the_wrong_sign() {
+    // f(x) = −x² on [-1, 1] (one exact piece, highest power first), tails const:0: f is
+    // −0 at ±0 and rounds to −0 for the tiniest inputs, where the table's Horner sum
+    // ends in + 0 and gives +0. In the tails f is far from zero (errors, no zeros).
+    let bp = Breakpoints::uniform(-1.0, 1.0, 1).unwrap();
+    let zero = Tail::Constant { value: 0.0 };
+    let t = Table::new(bp, 2, vec![0.0], vec![-1.0, 0.0, 0.0], zero.clone(), zero).unwrap();
+    let f = Target::parse("-x*x").unwrap();
+    let in_range = (0..=u16::MAX)
+        .filter(|&b| bf16::from_bits(b).to_f32().abs() <= 1.0)
+        .count();
+    for (s, n) in [
+        (exhaustive::<bf16>(&t, &f, Some((-1.0, 1.0))), in_range),
+        (exhaustive::<bf16>(&t, &f, None), 65536 - 256),
+    ] {
+        assert_eq!(s.inputs, n);
+        // Independent count: inputs where bf16(f(x)) is a zero and the table's result is
+        // a zero of the other sign.
+        let mut want = 0;
+        for b in 0..=u16::MAX {
+            let x = bf16::from_bits(b).to_f32();
+            if !x.is_finite() || (s.range.is_some() && x.abs() > 1.0) {
+                continue;
+            }
+            let cr = bf16::from_f64(-(x as f64) * (x as f64)).to_f32();
+            let got = t.eval::<bf16, bf16>(bf16::from_f32(x)).to_f32();
+            if cr == 0.0 && got == 0.0 && cr.is_sign_negative() != got.is_sign_negative() {
+                want += 1;
+            }
+        }
+        assert!(want > 0, "the test needs a mismatch");
+        assert_eq!(s.zero_sign_mismatches, want, "{s:?}");
+    }
 }
 
 /// x − 1 on [0.5, 2], one piece anchored at 1 and off by δ = 2^-30: the relative error

@@ -932,6 +932,7 @@ pub fn fit_function(
             "max_ulp": s.max_ulp,
             "max_ulp_at": s.max_ulp_at,
             "f64_ties": s.f64_ties,
+            "zero_sign_mismatches": s.zero_sign,
         })
     };
     m.insert(format!("{checked}_in_range"), sweep_json(&in_range));
@@ -2003,6 +2004,10 @@ impl std::fmt::Display for FitOutcome {
             ties_note(f, &self.in_range, dt)?;
             writeln!(f)?;
         }
+        if self.in_range.zero_sign > 0 {
+            zero_sign_note(f, &self.in_range)?;
+            writeln!(f)?;
+        }
         write!(
             f,
             "  {dt}, every finite input (tails included): {:.4} % correctly rounded, at most {} {dt} values from it",
@@ -2017,8 +2022,22 @@ impl std::fmt::Display for FitOutcome {
             writeln!(f)?;
             ties_note(f, &self.all_finite, dt)?;
         }
+        if self.all_finite.zero_sign > 0 {
+            writeln!(f)?;
+            zero_sign_note(f, &self.all_finite)?;
+        }
         Ok(())
     }
+}
+
+/// The summary's line under a sweep with results that are zeros of the wrong sign.
+fn zero_sign_note(f: &mut std::fmt::Formatter<'_>, s: &verify::Sweep) -> std::fmt::Result {
+    write!(
+        f,
+        "    ({} of them give a zero of the other sign than the correctly rounded result, \
+         e.g. +0 for -0: counted as correct, since the two compare equal)",
+        s.zero_sign
+    )
 }
 
 /// The summary's line under a sweep with f64 ties.

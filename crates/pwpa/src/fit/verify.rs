@@ -7,10 +7,16 @@ use half::{bf16, f16};
 /// The result of an exhaustive sweep over the finite inputs of a 16-bit type.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Sweep {
-    /// Inputs checked (finite inputs of the type in the swept set whose reference is not NaN).
+    /// Inputs checked (finite inputs of the type in the swept set whose reference is not
+    /// NaN; −0 and +0 are two inputs).
     pub inputs: u64,
-    /// Inputs whose result equals the correctly rounded reference (±0 count as equal).
+    /// Inputs whose result equals the correctly rounded reference (±0 count as equal: see
+    /// `zero_sign`).
     pub correct: u64,
+    /// Of the correct inputs, those whose result is a zero of the other sign than the
+    /// correctly rounded reference (+0 for −0 or the reverse; they compare equal, as
+    /// IEEE 754 and PyTorch's comparisons have it).
+    pub zero_sign: u64,
     /// Largest distance in units in the last place of the type (ordered bit patterns).
     pub max_ulp: u64,
     /// An input where `max_ulp` occurs.
@@ -30,10 +36,13 @@ impl Sweep {
             self.correct as f64 / self.inputs as f64
         }
     }
-    fn add(&mut self, ulp: u64, x: f64) {
+    fn add(&mut self, ulp: u64, x: f64, zero_sign: bool) {
         self.inputs += 1;
         if ulp == 0 {
             self.correct += 1;
+        }
+        if zero_sign {
+            self.zero_sign += 1;
         }
         if ulp > self.max_ulp {
             self.max_ulp = ulp;
@@ -128,13 +137,13 @@ fn is_nan16(dtype: DType, bits: u16) -> bool {
     decode(dtype, bits).is_nan()
 }
 
-/// Every finite input of `dtype` (F16 or BF16), optionally restricted to `[lo, hi]`.
+/// Every finite input of `dtype` (F16 or BF16), −0 included, optionally restricted to
+/// `[lo, hi]`.
 pub(crate) fn inputs(dtype: DType, range: Option<(f32, f32)>) -> Vec<f32> {
     (0..=u16::MAX)
         .map(|b| decode(dtype, b))
         .filter(|x| x.is_finite())
         .filter(|&x| range.is_none_or(|(lo, hi)| x >= lo && x <= hi))
-        .filter(|&x| !(x == 0.0 && x.is_sign_negative()))
         .collect()
 }
 
@@ -161,13 +170,14 @@ pub(crate) fn sweep_refs(table: &Table, dtype: DType, refs: &[(f32, u16)]) -> Sw
         } else {
             ulp_distance(got, r)
         };
-        s.add(ulp, x as f64);
+        let zero_sign = (got & 0x7FFF) == 0 && (r & 0x7FFF) == 0 && got != r;
+        s.add(ulp, x as f64, zero_sign);
     }
     s
 }
 
 /// Exhaustive sweep of `table` against `f` over every finite input of `dtype`
-/// (F16 or BF16), or only those in `range` when given. `-0` is swept as `+0`.
+/// (F16 or BF16), or only those in `range` when given (−0 and +0 are two inputs).
 pub fn sweep16(
     table: &Table,
     f: &(dyn Fn(f64) -> f64 + Sync),
@@ -189,5 +199,28 @@ mod tests {
         assert_eq!(ulp_distance(one, next), 1);
         assert_eq!(ulp_distance(0x0000, 0x8000), 0);
         assert_eq!(ulp_distance(0x0001, 0x8001), 2);
+    }
+
+    #[test]
+    fn sweep_counts_both_zeros_and_zeros_of_the_wrong_sign() {
+        use crate::{Breakpoints, Tail};
+        // −x² with a Horner sum ending in + 0 (fused: fma(−x·x, 1, +0) is rounded once, so
+        // an underflowing −x² keeps its sign): +0 only where the product is an exact zero,
+        // at x = ±0, where f is −0. Every result is correct (x² is exact in f32 for bf16
+        // x above the underflow, and a tiny product rounds to −0 as f does).
+        let zero = Tail::Constant { value: 0.0 };
+        let bp = Breakpoints::uniform(-1.0, 1.0, 1).unwrap();
+        let t = Table::new(bp, 2, vec![0.0], vec![-1.0, 0.0, 0.0], zero.clone(), zero)
+            .unwrap();
+        let s = sweep16(&t, &|x| -x * x, DType::BF16, Some((-1.0, 1.0)));
+        let n = (0..=u16::MAX)
+            .filter(|&b| bf16::from_bits(b).to_f32().abs() <= 1.0)
+            .count() as u64;
+        assert_eq!(s.inputs, n);
+        assert_eq!(s.correct, s.inputs);
+        assert_eq!(s.zero_sign, 2);
+        // [0, 1] holds both zeros too (−0 ≥ 0).
+        let s = sweep16(&t, &|x| -x * x, DType::BF16, Some((0.0, 1.0)));
+        assert_eq!((s.inputs, s.zero_sign), (0x3F80 + 2, 2));
     }
 }
