@@ -31,7 +31,11 @@ import pwpa.torch as pt
 try:
     from sklearn.datasets import load_digits
 except ImportError as e:  # pragma: no cover
-    raise SystemExit("this example needs scikit-learn: pip install scikit-learn") from e
+    # Name the module that is missing: scikit-learn itself, or one of its dependencies.
+    missing = getattr(e, "name", None) or str(e)
+    raise SystemExit(
+        f"this example needs scikit-learn (missing: {missing}): pip install scikit-learn"
+    ) from e
 
 
 EXACT = {

@@ -656,3 +656,120 @@ def test_value_and_derivative_refuses_a_sparse_tensor_clearly():
     t = pwpa.fit("gelu", partitions=8, degree=3)
     with pytest.raises(pwpa.ArgumentError, match="layout sparse_coo"):
         pt.value_and_derivative(torch.randn(3).to_sparse(), t)
+
+
+def test_replace_activations_warns_when_a_module_is_another_function():
+    """A plain mapping replaces every instance of the class: a module whose parameters make
+    it another function than the table's is warned about (checked against torch's own
+    module on the table's range); matching modules and callable values are not."""
+    g = pwpa.fit("gelu", partitions=16, degree=3)
+    gt = pwpa.fit("gelu_tanh", partitions=16, degree=3)
+    elu = pwpa.fit("elu", partitions=32, degree=3)
+    cases = [
+        (nn.GELU(), g, False),
+        (nn.GELU(approximate="tanh"), g, True),  # 4.7e-4 apart, the table's error 1.1e-5
+        (nn.GELU(approximate="tanh"), gt, False),
+        (nn.ELU(alpha=0.2), elu, True),
+        (nn.ELU(), elu, False),
+        (nn.SiLU(), g, True),
+    ]
+    for m, t, warns in cases:
+        # Independently: the largest difference on the range, against the table's error.
+        x = torch.linspace(*t.range, 1025)
+        with torch.no_grad():
+            diff = (torch.from_numpy(reference_eval(t, x.numpy())) - m(x)).abs().max().item()
+        assert (diff > 8 * t.meta["verified_abs_error"] + 1e-5) == warns, (m, diff)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            out = pt.replace_activations(nn.Sequential(m), {type(m): t})
+        assert isinstance(out[0], pt.PwPA)
+        msgs = [str(x.message) for x in w if "replace_activations" in str(x.message)]
+        assert len(msgs) == int(warns), (m, msgs)
+        if warns:
+            assert repr(m) in msgs[0] and t.meta["function"] in msgs[0]
+    # A callable chooses per module and is not second-guessed.
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        pt.replace_activations(nn.Sequential(nn.SiLU()), {nn.SiLU: lambda m: g})
+    assert not [x for x in w if "replace_activations" in str(x.message)]
+
+
+def test_replaced_transformer_encoder_takes_padded_batches_at_inference():
+    """An encoder's inference fast path turned a padded batch into a nested tensor, which
+    the replaced layers then handed to the table (an ArgumentError)."""
+    torch.manual_seed(0)
+    t = pwpa.fit("gelu", partitions=16, degree=3)
+    layer = nn.TransformerEncoderLayer(16, 2, 32, activation="gelu", batch_first=True, dropout=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: enable_nested_tensor with norm_first ...
+        enc = nn.TransformerEncoder(layer, num_layers=2)
+    pt.replace_activations(enc, {nn.GELU: t})
+    x = torch.randn(2, 5, 16)
+    mask = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    enc.eval()
+    with torch.no_grad():
+        fast = enc(x, src_key_padding_mask=mask)
+    slow = enc(x, src_key_padding_mask=mask).detach()  # gradients on: the plain path
+    # The unpadded positions agree (the padded ones are undefined on the fast path).
+    assert (fast[0] - slow[0]).abs().max() < 1e-5
+    assert (fast[1, :3] - slow[1, :3]).abs().max() < 1e-5
+    with torch.inference_mode():
+        enc(x, src_key_padding_mask=mask)
+
+
+def test_legacy_batched_gradients_jacobian_and_hessian():
+    """torch.autograd.grad(is_grads_batched=True), jacobian/hessian(vectorize=True) and
+    gradcheck's batched checks use the older vmap, whose BatchedTensor has no storage:
+    the op crashed with "Cannot access data pointer of Tensor that doesn't have storage"."""
+    t = pwpa.fit("gelu", partitions=16, degree=3)
+    d = t.derivative()
+    x = torch.linspace(-3, 3, 7).requires_grad_()
+    xd = x.detach()
+    want = torch.from_numpy(reference_eval(d, xd.numpy()))
+    (g,) = torch.autograd.grad(pt.pwpa_eval(x, t), x, torch.eye(7), is_grads_batched=True)
+    assert torch.equal(g, torch.diag(want))
+    f = lambda v: pt.pwpa_eval(v, t)  # noqa: E731
+    for strategy in ("reverse-mode", "forward-mode"):
+        J = torch.autograd.functional.jacobian(f, xd, vectorize=True, strategy=strategy)
+        assert torch.equal(J, torch.diag(want)), strategy
+    H = torch.autograd.functional.hessian(lambda v: f(v).sum(), xd, vectorize=True)
+    assert torch.equal(H, torch.diag(torch.from_numpy(reference_eval(d.derivative(), xd.numpy()))))
+    # The seed op: batched gradients for the coefficients, against the unbatched ones.
+    c = torch.randn(4, 3, requires_grad=True)
+    pts = torch.tensor([-2.0, -1.0, 0.0, 1.0, 2.0])
+    xs = torch.linspace(-1.9, 1.9, 6)
+    y = pwpa.ops.pwpa(xs, c, pts)
+    (gc,) = torch.autograd.grad(y, c, torch.eye(6), is_grads_batched=True)
+    for i in range(6):
+        (gi,) = torch.autograd.grad(pwpa.ops.pwpa(xs, c, pts)[i], c)
+        assert torch.equal(gc[i], gi)
+
+
+def test_compiled_forward_mode_transforms_keep_the_tangent():
+    """torch.compile of jvp/jacfwd/hessian over pwpa_eval: the op alone has no forward-AD
+    formula and PyTorch dropped the tangent (compiled jacfwd gave zeros)."""
+    from torch.func import hessian, jacfwd, jvp
+
+    t = pwpa.fit("gelu", partitions=16, degree=3)
+    d = t.derivative()
+    x = torch.linspace(-3, 2.5, 7)
+    dx = torch.from_numpy(reference_eval(d, x.numpy()))
+    ddx = torch.from_numpy(reference_eval(d.derivative(), x.numpy()))
+    f = lambda v: pt.pwpa_eval(v, t)  # noqa: E731
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(jacfwd(f))(x), torch.diag(dx))
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(lambda v, u: jvp(f, (v,), (u,))[1])(x, torch.ones(7)), dx)
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(hessian(lambda v: f(v).sum()))(x), torch.diag(ddx))
+    torch._dynamo.reset()
+
+
+def test_onnx_export_says_it_is_not_supported(tmp_path):
+    m = nn.Sequential(nn.Linear(4, 4), pt.PwPA(pwpa.fit("gelu", partitions=8, degree=2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript-based exporter's deprecation
+        with pytest.raises(Exception) as e:
+            torch.onnx.export(m, (torch.randn(2, 4),), str(tmp_path / "m.onnx"), dynamo=False)
+    assert "ONNX export is not supported" in str(e.value), repr(e.value)
+    assert not (tmp_path / "m.onnx").exists()

@@ -22,7 +22,9 @@ memory order, without a copy.
 
 from __future__ import annotations
 
+import math
 import os
+import warnings
 from typing import Any, Callable, Dict, Mapping, Union
 
 import torch
@@ -274,7 +276,18 @@ class _EvalBackward(torch.autograd.Function):
         return _bw_vmap(info, in_dims, grad, x, table, _EvalBackward.apply)
 
 
-_wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+_functorch_wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+# The older torch._vmap_internals (jacobian/hessian(vectorize=True), is_grads_batched=True,
+# gradcheck's batched checks) wraps tensors in a legacy BatchedTensor that has no storage
+# and that is_functorch_wrapped_tensor does not report.
+_legacy_batched = getattr(getattr(torch._C, "_functorch", None), "is_legacy_batchedtensor", None)
+
+
+def _wrapped_any(t: torch.Tensor) -> bool:
+    return bool(_functorch_wrapped(t)) or (_legacy_batched is not None and bool(_legacy_batched(t)))
+
+
+_wrapped = _wrapped_any if _functorch_wrapped is not None else None
 
 
 def _needs_function(x: torch.Tensor) -> bool:
@@ -298,9 +311,22 @@ def _direct(x: torch.Tensor) -> bool:
     return not _needs_function(x)
 
 
+def _forward_ad() -> bool:
+    """Whether forward-mode AD is on (torch.func.jvp / jacfwd / hessian, or
+    forward_ad.dual_level). The ops have no forward-AD formula of their own, and PyTorch
+    silently drops a tangent through them (torch 2.15: compiled jacfwd gave zeros), so
+    under torch.compile the autograd.Function (whose jvp is the derivative table) runs
+    instead: Dynamo cannot trace it and breaks the graph there, and that part runs
+    eagerly, correctly. (Where Dynamo traces a whole transform without entering forward
+    AD this is not seen: docs/PYTHON.md.)"""
+    return getattr(torch.autograd.forward_ad, "_current_level", -1) >= 0
+
+
 @torch.jit.ignore
 def _apply(x: torch.Tensor, handle: int) -> torch.Tensor:
     if torch.compiler.is_compiling():
+        if _forward_ad():
+            return _Eval.apply(x, handle)
         return torch.ops.pwpa.eval(x, handle)
     if _direct(x):
         return _eval_now(x, handle)
@@ -508,6 +534,8 @@ def seed_eval(x: torch.Tensor, coeffs: Any, points: Any, aos: bool) -> torch.Ten
     # (pwpa.ops checked that coeffs and points are tensors on x's device.)
     aos = bool(aos)
     if torch.compiler.is_compiling():
+        if _forward_ad():  # as in _apply
+            return _SeedEval.apply(x, coeffs, points, aos)
         return torch.ops.pwpa.seed_eval(x, coeffs, points, aos)
     check_layout(x)
     if _needs_function(x) or _needs_function(coeffs) or _needs_function(points):
@@ -603,6 +631,14 @@ class PwPA(nn.Module):
         self.table = self._table
 
     def get_extra_state(self) -> Any:
+        if torch.onnx.is_in_onnx_export():
+            # The TorchScript-based exporter reads the state dict first and failed on this
+            # dict with "'dict' object has no attribute 'detach'", naming no cause.
+            raise ArgumentError(
+                "ONNX export is not supported: a PwPA module evaluates the custom op "
+                "pwpa::eval, which has no ONNX form (export with torch.export, or replace the "
+                "PwPA modules by their original activations first)"
+            )
         return {"pwpa_table": self.table.to_json()}
 
     def set_extra_state(self, state: Any) -> None:
@@ -637,7 +673,8 @@ def replace_activations(
     string or function activation (``activation="gelu"``: ``F.gelu``) are handled: the
     function counts as its module (``F.gelu`` as ``nn.GELU()``, ``F.relu`` as ``nn.ReLU()``,
     ...). A replaced encoder layer's fused inference fast path (eval mode without
-    gradients, which runs its own ReLU/GELU) is turned off, so the table is used there too.
+    gradients, which runs its own ReLU/GELU) is turned off, so the table is used there too,
+    and so is its encoder's nested-tensor path for padded batches.
     """
     if not isinstance(mapping, Mapping) or not mapping:
         raise ArgumentTypeError("mapping must be a non-empty dict {module type: table}")
@@ -659,7 +696,10 @@ def replace_activations(
                     value = value(m)
                     if value is None:
                         return None
-                return PwPA(_as_table(value))
+                    return PwPA(_as_table(value))
+                table = _as_table(value)
+                _warn_if_different(m, table)
+                return PwPA(table)
         return None
 
     top = replacement(model)
@@ -694,12 +734,62 @@ def replace_activations(
                 r = replacement(make())
                 if r is not None:
                     changes.append((parent, "activation", r))
+    replaced_layers = set()
     for parent, name, r in changes:
         # (a module for a function activation: nn.Module.__setattr__ registers it)
         setattr(parent, name, r)
         if name == "activation":
             _no_fast_path(parent)
+            replaced_layers.add(id(parent))
+    for m in model.modules():
+        # An encoder turns a padded batch into a nested tensor on its inference fast path
+        # (eval mode, no gradients, a src_key_padding_mask) and hands it to layers that
+        # then take their ordinary path: a PwPA there would get the nested tensor.
+        if isinstance(m, nn.TransformerEncoder) and any(id(layer) in replaced_layers for layer in m.layers):
+            m.use_nested_tensor = False
     return model
+
+
+def _warn_if_different(m: nn.Module, table: Table) -> None:
+    """Warns when module ``m`` computes another function than ``table`` on the table's
+    range: a plain mapping replaces every instance of a class, whatever its parameters
+    (``GELU(approximate="tanh")`` by an erf-GELU table, ``ELU(alpha=0.2)`` by an
+    ``alpha = 1`` one). Tolerance: 8x the table's verified absolute error plus 1e-6 of
+    the function's size (1e-3 of it for a table without a recorded error). Modules that
+    cannot run on a CPU float32 tensor are not checked."""
+    lo, hi = table.range
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return
+    x = torch.linspace(lo, hi, 1025, dtype=torch.float32)
+    try:
+        with torch.no_grad():
+            want = m(x)
+        if not (isinstance(want, torch.Tensor) and want.shape == x.shape and want.dtype == torch.float32):
+            return
+        got = torch.from_numpy(table(x.numpy()))
+    except Exception:  # a module on another device, of another dtype, needing another shape ...
+        return
+    diff = (got.double() - want.double()).abs()
+    ok = torch.isfinite(diff)
+    if not bool(ok.any()):
+        return
+    diff = torch.where(ok, diff, torch.zeros_like(diff))
+    size = float(want.double().abs().max())
+    err = table.meta.get("verified_abs_error")
+    tol = 8.0 * err + 1e-6 * size if isinstance(err, (int, float)) and math.isfinite(err) else 1e-3 * max(size, 1.0)
+    i = int(diff.argmax())
+    worst = float(diff[i])
+    if worst > tol:
+        name = table.meta.get("function")
+        what = f"the table of {name}" if isinstance(name, str) else "the table"
+        warnings.warn(
+            f"replace_activations: {m!r} differs from {what} by {worst:.3g} at x = {float(x[i]):.6g} "
+            f"(more than the table's own error allows: {tol:.3g}); the module's parameters may "
+            "not be the table's function. To replace only some instances, map the class to a "
+            "callable, e.g. {nn.GELU: lambda m: table if m.approximate == 'none' else None}",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 # PyTorch's layers that keep a function (F.gelu for activation="gelu") as `activation`.
