@@ -379,7 +379,7 @@ pub struct FitArgs {
     )]
     max_error: Option<f64>,
     /// With --max-error: search the smallest D for the given P instead.
-    #[arg(long, requires = "max_error")]
+    #[arg(long, requires = "max_error", conflicts_with = "exact")]
     vary_degree: bool,
     /// Find a small table that is correctly rounded in this type for every input in the range.
     #[arg(long, value_name = "bf16|f16", value_parser = parse_dtype)]
@@ -558,6 +558,12 @@ pub fn fit(a: &FitArgs) -> Result<()> {
     };
     if let Some(out) = &a.output {
         check_output_dir(out)?;
+        if let Some(samples) = a.samples.as_ref().filter(|s| crate::same_file(out, s)) {
+            bail!(
+                "-o {} is the samples file being fitted; write the table to another file",
+                samples.display()
+            );
+        }
     }
     let pb = progress::bar(1000, &format!("fitting {}", target.name()));
     let result = pwpa::fit::fit_report(&target, &opts, &progress::fit_callback(&pb));
@@ -905,6 +911,12 @@ pub fn eval(a: &EvalArgs) -> Result<()> {
         Some(npy::npy_bytes(ArrayDType::Elem(out_dtype), shape, &[])?)
     };
     check_output_dir(&a.output)?;
+    if crate::same_file(&a.output, &a.table) {
+        bail!(
+            "-o {} is the table being evaluated; write the results to another file",
+            a.output.display()
+        );
+    }
     let ev = Evaluator::new(&table);
     let out_name = crate::shown(&a.output);
     let mut n = 0;

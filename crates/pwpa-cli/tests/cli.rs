@@ -1856,6 +1856,20 @@ fn fit_edge_cases_fail_cleanly() {
         &["--exp-tails-at-ends", "--exp-tails"],
         &[&out],
     );
+    // A degree search is a --max-error search: with --exact it was silently ignored.
+    fails(
+        &pwpa(&[
+            "fit",
+            "gelu",
+            "--exact",
+            "bf16",
+            "--vary-degree",
+            "-o",
+            p(&out),
+        ]),
+        &["--vary-degree", "--exact"],
+        &[&out],
+    );
     // Log-spaced breakpoints need a positive range.
     fails(
         &pwpa(&["fit", "tanh", "--breakpoints", "log", "-o", p(&out)]),
@@ -2022,7 +2036,7 @@ fn inexact_seed_export_says_how_far_it_is() {
     ok(&o);
     let e = stderr(&o);
     let diff: f64 = e
-        .split("differs from the table by up to ")
+        .split("differs from the table by ")
         .nth(1)
         .and_then(|r| r.split_whitespace().next())
         .and_then(|v| v.parse().ok())
@@ -2220,6 +2234,47 @@ fn outputs_over_their_input_are_refused() {
         &["is the table being exported"],
         &[],
     );
+    // eval and fit --samples wrote over their table or samples without a word.
+    let x = d.path("x.bin");
+    std::fs::write(&x, f32_bytes(&[0.5, 1.5])).unwrap();
+    fails(
+        &pwpa(&["eval", p(&tp), "-i", p(&x), "--dtype", "f32", "-o", p(&tp)]),
+        &["is the table being evaluated"],
+        &[],
+    );
+    assert_eq!(std::fs::read(&tp).unwrap(), before);
+    let csv = d.path("s.csv");
+    let samples = "0,0\n1,1\n2,4\n3,9\n";
+    std::fs::write(&csv, samples).unwrap();
+    fails(
+        &pwpa(&[
+            "fit",
+            "--samples",
+            p(&csv),
+            "-P",
+            "1",
+            "-D",
+            "2",
+            "-o",
+            p(&csv),
+        ]),
+        &["is the samples file being fitted"],
+        &[],
+    );
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), samples);
+    // Evaluating an array in place is fine.
+    let want = sample_table().eval_f32(0.5);
+    ok(&pwpa(&[
+        "eval",
+        p(&tp),
+        "-i",
+        p(&x),
+        "--dtype",
+        "f32",
+        "-o",
+        p(&x),
+    ]));
+    assert_eq!(std::fs::read(&x).unwrap()[..4], want.to_le_bytes());
     assert_eq!(std::fs::read(&tp).unwrap(), before);
     ok(&pwpa(&["convert", p(&tp), "--to", "soa", "-o", p(&tp)]));
     let (t, layout) = pwpa::format::from_json(&std::fs::read_to_string(&tp).unwrap()).unwrap();

@@ -137,12 +137,18 @@ pub fn default_name(path: &std::path::Path) -> String {
 }
 
 /// `text` made safe inside a one-line comment of either format: control characters
-/// (newlines included) become spaces and `*/` becomes `* /`.
+/// (newlines included) become spaces, `*/` becomes `* /` and `/*` becomes `/ *`
+/// (GCC's -Wcomment warns of a `/*` inside a comment).
 fn comment_text(text: &str) -> String {
-    text.chars()
+    let mut s = text
+        .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>()
-        .replace("*/", "* /")
+        .collect::<String>();
+    // Until neither is left: `/*/` holds both, and one pass of each can make another.
+    while s.contains("*/") || s.contains("/*") {
+        s = s.replace("*/", "* /").replace("/*", "/ *");
+    }
+    s
 }
 
 fn hex(v: f32) -> String {
@@ -274,7 +280,9 @@ pub fn c_header(table: &Table, name: &str, source: &str) -> Result<String> {
  * convention:
  *   NaN -> NaN; x < b_0 -> left tail; x > b_P -> right tail; otherwise piece i =
  *   uniform: min(trunc((x - b_0) * INV_STEP), P - 1), arbitrary: the number of interior
- *   breakpoints b_1..b_{P-1} that are <= x; then t = x - anchor[i] (one f32 subtraction)
+ *   breakpoints b_1..b_{P-1} that are <= x; every comparison is IEEE's, so -0 == +0 (an
+ *   input -0 takes the piece or tail that +0 takes, whatever the sign of a zero
+ *   breakpoint); then t = x - anchor[i] (one f32 subtraction)
  *   and Horner r = c[i][0]; r = fmaf(r, t, c[i][k]) for k = 1..D (highest power first);
  *   a NaN result is written as the canonical quiet NaN 0x7fc00000.
  * bf16/f16 results are this f32 value rounded once to nearest-even.
@@ -288,7 +296,11 @@ pub fn c_header(table: &Table, name: &str, source: &str) -> Result<String> {
 #include <stdint.h>
 #include <string.h>
 
-#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
+/* <float.h>'s FLT_EVAL_METHOD (C99, C++11) or, in C++98/03 where it is missing, GCC's and
+ * clang's __FLT_EVAL_METHOD__: 0, or 16 (TS 18661-3: _Float16 in its own type), evaluates
+ * float in binary32; x87 (2) keeps excess precision, which changes results. */
+#if (defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0 && FLT_EVAL_METHOD != 16) || \
+    (defined(__FLT_EVAL_METHOD__) && __FLT_EVAL_METHOD__ != 0 && __FLT_EVAL_METHOD__ != 16)
 #error \"pwpa tables need float arithmetic evaluated in binary32 (FLT_EVAL_METHOD == 0)\"
 #endif
 #if defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
@@ -305,6 +317,14 @@ pub fn c_header(table: &Table, name: &str, source: &str) -> Result<String> {
 #error \"pwpa tables need IEEE arithmetic: compile without -fno-signed-zeros\"
 #endif
 
+/* A cast that C++'s -Wold-style-cast accepts. */
+#ifndef PWPA_CAST
+#ifdef __cplusplus
+#define PWPA_CAST(T, v) static_cast<T>(v)
+#else
+#define PWPA_CAST(T, v) ((T)(v))
+#endif
+#endif
 /* Its own guard: headers from pwpa versions before it define PWPA_COMMON_DEFINED without it. */
 #ifndef PWPA_ISNAN_DEFINED
 #define PWPA_ISNAN_DEFINED
@@ -348,10 +368,10 @@ static inline float pwpa_exp2f(float p) {
     float n = nearbyintf(p); /* the default rounding mode: to nearest, ties to even */
     float f = p - n;
     uint32_t r = pwpa_bits(pwpa_horner(pwpa_exp2_poly, 7, f));
-    int32_t ni = (int32_t)n;
+    int32_t ni = PWPA_CAST(int32_t, n);
     if (ni > 127) return pwpa_f32(r + (127u << 23)) * 2.0f;
-    if (ni >= -125) return pwpa_f32(r + ((uint32_t)ni << 23));
-    return pwpa_f32(r + ((uint32_t)(ni + 64) << 23)) * pwpa_f32(0x1f800000u); /* 2^-64 */
+    if (ni >= -125) return pwpa_f32(r + (PWPA_CAST(uint32_t, ni) << 23));
+    return pwpa_f32(r + (PWPA_CAST(uint32_t, ni + 64) << 23)) * pwpa_f32(0x1f800000u); /* 2^-64 */
 }
 /* 1 when float arithmetic in the calling thread is what the tables assume: subnormal
  * inputs and results kept (no FTZ/DAZ) and rounding to nearest-even; else 0. The
@@ -434,7 +454,7 @@ static inline int pwpa_fp_env_ok(void) {
         Breakpoints::Uniform { .. } => format!(
             "    float u = (x - pwpa_f32({name}_LO)) * pwpa_f32({name}_INV_STEP);\n    \
              /* u >= 0, and +Inf where x - LO overflows: clamp before converting. */\n    \
-             int i = u < (float)({name}_PIECES - 1) ? (int)u : {name}_PIECES - 1;"
+             int i = u < PWPA_CAST(float, {name}_PIECES - 1) ? PWPA_CAST(int, u) : {name}_PIECES - 1;"
         ),
         Breakpoints::Arbitrary(_) => format!(
             "    /* The number of b_1..b_(P-1) that are <= x, by bisection. */\n    \
@@ -575,8 +595,11 @@ pub fn memh(table: &Table, source: &str) -> String {
         "// Evaluation (pwpa's convention): NaN -> NaN; x < lo -> left tail; x > hi -> right tail;
 // else piece i (uniform: min(trunc((x - lo) * inv_step), P - 1) in f32; arbitrary: the
 // number of interior breakpoints <= x), t = x - anchor[i] in f32, then Horner with fused
-// multiply-adds, highest power first. Tail codes: 0 clamp, 1 extend, 2 linear (slope,
-// intercept: fma(slope, x, intercept)), 3 constant (value), 4 exp2 / 5 -exp2 (anchor, n,
+// multiply-adds, highest power first. Comparisons are IEEE's: -0 == +0, so an input -0
+// takes the piece or tail of +0 whatever the sign of a zero breakpoint (a sign-magnitude
+// or ordered-integer comparator must treat the two zeros as equal). Tail codes: 0 clamp,
+// 1 extend, 2 linear (slope, intercept: fma(slope, x, intercept); a zero slope gives
+// intercept, also at x = +-Inf), 3 constant (value), 4 exp2 / 5 -exp2 (anchor, n,
 // q[0] (highest power) .. q[n-1]: 2^q(t) with t = x - anchor in f32 and q(t) by Horner
 // with fused multiply-adds like a piece, then pwpa's exp2 recipe, docs/FORMAT.md).
 ",

@@ -210,8 +210,7 @@ mod tests {
         // x above the underflow, and a tiny product rounds to −0 as f does).
         let zero = Tail::Constant { value: 0.0 };
         let bp = Breakpoints::uniform(-1.0, 1.0, 1).unwrap();
-        let t = Table::new(bp, 2, vec![0.0], vec![-1.0, 0.0, 0.0], zero.clone(), zero)
-            .unwrap();
+        let t = Table::new(bp, 2, vec![0.0], vec![-1.0, 0.0, 0.0], zero.clone(), zero).unwrap();
         let s = sweep16(&t, &|x| -x * x, DType::BF16, Some((-1.0, 1.0)));
         let n = (0..=u16::MAX)
             .filter(|&b| bf16::from_bits(b).to_f32().abs() <= 1.0)
