@@ -34,7 +34,8 @@
 //! # }
 //! ```
 //! The modules: [`fit`] (minimax and exact fitting), [`eval`] (the fast CPU path),
-//! [`metrics`] (error reports), [`format`] (JSON and the seed's format), [`export`] (C
+//! [`metrics`] (error reports), [`format`](mod@format) (the JSON table format; the seed's
+//! global-x arrays are [`Table::from_seed`] / [`Table::to_seed`]), [`export`] (C
 //! headers and `$readmemh` images), [`funcs`] (the function catalogue and expressions),
 //! [`plot`]. docs/FORMAT.md in the repository documents the evaluation convention.
 

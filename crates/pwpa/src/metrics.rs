@@ -92,8 +92,8 @@ pub(crate) fn non_finite_name(v: f64) -> Option<&'static str> {
     }
 }
 
-/// Serializes an f64 as a JSON number, or ±Inf and NaN as "inf", "-inf" and "nan"
-/// ([`non_finite_name`]).
+/// Serializes an f64 as a JSON number, or ±Inf and NaN as the strings "inf", "-inf" and
+/// "nan".
 pub fn ser_f64<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
     match non_finite_name(*v) {
         None => s.serialize_f64(*v),

@@ -103,6 +103,12 @@ pub fn plot_fn(
     if !(lo.is_finite() && hi.is_finite() && lo < hi) {
         return Err(Error::EmptyRange { lo, hi });
     }
+    if !(hi - lo).is_finite() {
+        // (The x coordinates came out NaN, and the axis code looped forever.)
+        return Err(Error::InvalidArgument(format!(
+            "plot range [{lo:e}, {hi:e}] is too wide: its width overflows f64"
+        )));
+    }
     let n = opts.samples.clamp(16, 1_000_000);
     let xs: Vec<f64> = (0..n)
         .map(|i| lo + (hi - lo) * i as f64 / (n - 1) as f64)

@@ -700,19 +700,26 @@ impl Table {
         }
     }
 
-    /// The scalar reference evaluator (the oracle) in f32.
+    /// The scalar reference evaluator (the oracle) in f32. A NaN result is the canonical
+    /// quiet NaN (0x7FC00000), as every evaluator writes it.
     #[inline]
     pub fn eval_f32(&self, x: f32) -> f32 {
         if x.is_nan() {
             return f32::NAN;
         }
-        if x < self.breakpoints.lo() {
-            return self.eval_tail(false, x);
+        let r = if x < self.breakpoints.lo() {
+            self.eval_tail(false, x)
+        } else if x > self.breakpoints.hi() {
+            self.eval_tail(true, x)
+        } else {
+            self.eval_piece(self.breakpoints.index(x), x)
+        };
+        // (x86's fma(0, Inf, 1) gives the sign-set default NaN 0xFFC00000.)
+        if r.is_nan() {
+            f32::NAN
+        } else {
+            r
         }
-        if x > self.breakpoints.hi() {
-            return self.eval_tail(true, x);
-        }
-        self.eval_piece(self.breakpoints.index(x), x)
     }
 
     /// The oracle for any element type: widen, evaluate in f32, round once.
@@ -832,7 +839,9 @@ impl Table {
     ///
     /// # Errors
     /// [`Error::SeedOverflow`] when a re-expanded coefficient is not finite in f32 (a
-    /// piece anchored far from 0: the seed format cannot hold that table).
+    /// piece anchored far from 0: the seed format cannot hold that table);
+    /// [`Error::InvalidArgument`] when uniform breakpoints rounded to f32 are not strictly
+    /// increasing (a grid only a few f32 values wide).
     pub fn to_seed(&self) -> Result<(Vec<f32>, Vec<f32>, bool)> {
         let p = self.partitions();
         let n = self.degree + 1;
@@ -840,6 +849,17 @@ impl Table {
             Breakpoints::Arbitrary(v) => v.clone(),
             b => (0..=p).map(|i| b.point(i) as f32).collect(),
         };
+        // Uniform points rounded to f32 can meet on a grid of a few f32 steps, and the seed
+        // format needs strictly increasing points.
+        if let Some(i) = points.windows(2).position(|w| w[0] >= w[1]) {
+            return Err(Error::InvalidArgument(format!(
+                "the seed format cannot hold this table: its uniform breakpoints rounded to f32 \
+                 are not strictly increasing (points {i} and {} are both {:e}); keep the pwpa \
+                 table format",
+                i + 1,
+                points[i]
+            )));
+        }
         let anchors_zero = self.anchors.iter().all(|&a| a == 0.0);
         let exact = anchors_zero && !self.breakpoints.is_uniform();
         if anchors_zero {
@@ -1171,6 +1191,36 @@ mod tests {
         let (c, _, exact) = anchored(1.5).to_seed().unwrap();
         assert!(!exact);
         assert_eq!(&c[3..], &[1.0, -2.0, 1.75]);
+        // A uniform grid one f32 step wide: its middle point rounds onto an end, and the
+        // seed form (strictly increasing points) was returned as Ok.
+        let b = Breakpoints::uniform(1.0, 1.0000001, 2).unwrap();
+        assert_eq!(b.point(1) as f32, 1.0);
+        let t = Table::new(b, 0, vec![1.0; 2], vec![1.0, 2.0], Tail::Clamp, Tail::Clamp).unwrap();
+        let m = t.to_seed().unwrap_err().to_string();
+        assert!(
+            m.contains("not strictly increasing") && m.contains("points 0 and 1"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn oracle_nan_results_are_canonical() {
+        // Extend tails of 0·x² + x·... : fma(0, ±Inf, c) is a NaN with the sign bit set on
+        // x86; the oracle returned it as is, the fast paths as 0x7FC00000.
+        let b = Breakpoints::uniform(-1.0, 1.0, 1).unwrap();
+        let t = Table::new(
+            b,
+            2,
+            vec![0.0],
+            vec![0.0, 1.0, 0.5],
+            Tail::Extend,
+            Tail::Extend,
+        )
+        .unwrap();
+        for x in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN] {
+            assert_eq!(t.eval_f32(x).to_bits(), 0x7FC0_0000, "{x}");
+        }
+        assert_eq!(t.eval_f32(0.5), 1.0);
     }
 
     #[test]

@@ -56,6 +56,16 @@ fn svg_and_png_plots_are_written() {
     );
     assert!(bad.unwrap_err().to_string().contains(".svg or .png"));
     assert!(!dir.path().join("x.jpg").exists());
+    // A range of finite ends whose width overflows f64 hung in the axis code.
+    for range in [(-1e308, 1e308), (f64::MIN, f64::MAX)] {
+        let o = PlotOptions {
+            range: Some(range),
+            ..Default::default()
+        };
+        let e = plot_fn(&t, None, "gelu", &o, dir.path().join("w.svg")).unwrap_err();
+        assert!(e.to_string().contains("too wide"), "{e}");
+    }
+    assert!(!dir.path().join("w.svg").exists());
 }
 
 /// A table that is +Inf on part of the plotted range (exp fitted on [-1, 1] keeps the

@@ -273,6 +273,18 @@ fn bad_input_gets_clear_errors() {
     let e = fit_function(&func, &opts(), &|_| {}).unwrap_err();
     assert!(matches!(e, Error::NotFinite { x, .. } if x == -1.0), "{e}");
     assert!(e.to_string().contains("log"));
+    // A pole at 0 between the check's grid points (it failed later, as an overflow of
+    // the table's arithmetic, with advice to scale the function down).
+    let e = fit(
+        &pwpa::funcs::Target::parse("reciprocal").unwrap(),
+        &FitOptions {
+            range: Some((-1.0, 1.1)),
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::NotFinite { x, .. } if x == 0.0), "{e}");
     let e = fit_function(
         &func,
         &FitOptions {
@@ -310,6 +322,33 @@ fn bad_input_gets_clear_errors() {
     )
     .unwrap_err();
     assert!(matches!(e, Error::EmptyRange { .. }), "{e}");
+    // A continuous fit of degree 0, fixed or as the only degree a search may try (that
+    // said "best found: inf with 0 pieces of degree 0").
+    for goal in [
+        Goal::Fixed,
+        Goal::MaxError {
+            error: 1e-2,
+            vary_degree: true,
+        },
+    ] {
+        let e = fit_function(
+            &func,
+            &FitOptions {
+                range: Some((0.5, 2.0)),
+                continuous: true,
+                degree: 0,
+                max_degree: 0,
+                goal,
+                ..opts()
+            },
+            &|_| {},
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("a continuous fit needs degree ≥ 1"),
+            "{e}"
+        );
+    }
     let e = fit_function(
         &func,
         &FitOptions {

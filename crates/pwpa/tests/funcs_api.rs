@@ -563,6 +563,9 @@ fn samples_from_npy() {
     assert!(err(npy("<f8", false, "(3, 3)", &c)).contains("data bytes"));
     assert!(err(npy("<f8", false, "(3, 2)", &c[..40])).contains("data bytes"));
     assert!(err(b"not an npy".to_vec()).contains("bad magic"));
+    // rows · cols fits in usize but the byte count does not (it wrapped to 0, then panicked).
+    assert!(err(npy("<f8", false, "(2, 4611686018427387904)", &[])).contains("overflows"));
+    assert!(err(npy("<f4", false, "(2, 4611686018427387904)", &[])).contains("overflows"));
     assert!(err(npy(
         "<f8",
         false,

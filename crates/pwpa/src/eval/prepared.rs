@@ -14,7 +14,8 @@
 //! bound on the index of every `x` in the cell; the interior breakpoints that share
 //! the cell with `x` are `b_{start+1}, …`, and those `<= x` are added (one comparison
 //! when the cell holds at most one breakpoint, the grid is refined until nearly all
-//! do; otherwise a short scan). The result is exactly the
+//! do; otherwise a binary search over the cell's breakpoints `b_{start[c]+1} ..=
+//! b_{start[c+1]}`). The result is exactly the
 //! oracle's rule (the number of interior breakpoints `<= x`), for any breakpoint list.
 
 use crate::table::{affine_anchors, uniform_index, Breakpoints, Table, Tail};
@@ -372,11 +373,16 @@ impl Prepared {
         if e.start & MULTI == 0 {
             e.start as usize + (e.thr <= x) as usize
         } else {
-            let mut i = (e.start & !MULTI) as usize;
-            while self.ext[i + 1] <= x {
-                i += 1;
-            }
-            i
+            // The cell's breakpoints are b_{s+1} ..= b_{s'}, s' the next cell's start (all
+            // P − 1 interior ones for the last cell): a binary search over them, as
+            // breakpoints crowded into a few cells (log-spaced over a wide range) made a
+            // linear scan O(P) per element.
+            let s = (e.start & !MULTI) as usize;
+            let end = match self.grid.get(c + 1) {
+                Some(next) => (next.start & !MULTI) as usize,
+                None => self.ext.len() - 2,
+            };
+            s + self.ext[s + 1..=end].partition_point(|&b| b <= x)
         }
     }
 

@@ -575,12 +575,18 @@ pub const MAX_ZEROS: usize = 16;
 /// ends): f32 coefficients cannot represent it otherwise. Names the point.
 fn check_finite(name: &str, f: &(dyn Fn(f64) -> f64 + Sync), lo: f64, hi: f64) -> Result<()> {
     let n = 8192;
-    for i in 0..=n {
-        let x = if i == n {
+    // The grid, and x = 0 where the range holds it: the usual place of a pole (1/x, log,
+    // rsqrt), which the grid misses unless it falls on a grid point (reciprocal on
+    // [-1, 1.1] failed later as "its f32 arithmetic overflows ... scale the function down").
+    let zero = (lo <= 0.0 && hi >= 0.0).then_some(0.0);
+    let grid = (0..=n).map(|i| {
+        if i == n {
             hi
         } else {
             lo + (hi - lo) * i as f64 / n as f64
-        };
+        }
+    });
+    for x in grid.chain(zero) {
         let v = f(x);
         if v.is_nan() || v.abs() > f32::MAX as f64 {
             return Err(Error::NotFinite {
@@ -639,7 +645,16 @@ pub fn fit_function(
             max: MAX_PARTITIONS,
         });
     }
-    if opts.continuous && opts.degree == 0 && matches!(opts.goal, Goal::Fixed) {
+    let degree_search_of_0 = matches!(
+        opts.goal,
+        Goal::MaxError {
+            vary_degree: true,
+            ..
+        }
+    ) && opts.max_degree == 0;
+    if opts.continuous
+        && ((opts.degree == 0 && matches!(opts.goal, Goal::Fixed)) || degree_search_of_0)
+    {
         return Err(Error::InvalidArgument(
             "a continuous fit needs degree ≥ 1 (a constant piece cannot meet both neighbours)"
                 .into(),

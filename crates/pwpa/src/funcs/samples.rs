@@ -143,14 +143,14 @@ impl Samples {
                 )))
             }
         };
-        let count = rows
+        let bytes = rows
             .checked_mul(cols)
-            .ok_or_else(|| bad("shape overflows".into()))?;
-        if data.len() != count * width {
+            .and_then(|n| n.checked_mul(width))
+            .ok_or_else(|| bad(format!("shape ({rows}, {cols}) overflows")))?;
+        if data.len() != bytes {
             return Err(bad(format!(
-                "{} data bytes for shape ({rows}, {cols}) of {descr} (expected {})",
+                "{} data bytes for shape ({rows}, {cols}) of {descr} (expected {bytes})",
                 data.len(),
-                count * width
             )));
         }
         let vals: Vec<f64> = data
