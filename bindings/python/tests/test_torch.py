@@ -687,6 +687,16 @@ def test_replace_activations_warns_when_a_module_is_another_function():
         assert len(msgs) == int(warns), (m, msgs)
         if warns:
             assert repr(m) in msgs[0] and t.meta["function"] in msgs[0]
+    # The check neither fires the module's hooks nor compares a random module.
+    calls = []
+    m = nn.GELU()
+    m.register_forward_hook(lambda *a: calls.append(1))
+    pt.replace_activations(nn.Sequential(m), {nn.GELU: g})
+    assert calls == []
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        pt.replace_activations(nn.Sequential(nn.RReLU().train()), {nn.RReLU: elu})
+    assert not [x for x in w if "replace_activations" in str(x.message)]
     # A callable chooses per module and is not second-guessed.
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")

@@ -756,15 +756,20 @@ def _warn_if_different(m: nn.Module, table: Table) -> None:
     (``GELU(approximate="tanh")`` by an erf-GELU table, ``ELU(alpha=0.2)`` by an
     ``alpha = 1`` one). Tolerance: 8x the table's verified absolute error plus 1e-6 of
     the function's size (1e-3 of it for a table without a recorded error). Modules that
-    cannot run on a CPU float32 tensor are not checked."""
+    cannot run on a CPU float32 tensor, or whose results are random, are not checked."""
     lo, hi = table.range
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return
     x = torch.linspace(lo, hi, 1025, dtype=torch.float32)
     try:
+        # forward() itself, not m(x): the user's hooks must not fire here. Twice: a
+        # random module (nn.RReLU in training mode) is not compared.
         with torch.no_grad():
-            want = m(x)
+            want = m.forward(x)
+            again = m.forward(x)
         if not (isinstance(want, torch.Tensor) and want.shape == x.shape and want.dtype == torch.float32):
+            return
+        if not torch.equal(want, again):
             return
         got = torch.from_numpy(table(x.numpy()))
     except Exception:  # a module on another device, of another dtype, needing another shape ...
