@@ -102,7 +102,7 @@ mod f32_or_inf {
                 "inf" | "+inf" => Ok(f32::INFINITY),
                 "-inf" => Ok(f32::NEG_INFINITY),
                 _ => Err(D::Error::custom(format!(
-                    "constant tail value '{s}' is not a number (only \"inf\" and \"-inf\" may be strings)"
+                    "constant tail value '{s}' is not a number (only \"inf\", \"+inf\" and \"-inf\" may be strings)"
                 ))),
             },
         }

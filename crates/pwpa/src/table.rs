@@ -224,7 +224,15 @@ impl Breakpoints {
 
     /// Nominal position of breakpoint `i` (0..=P) in f64. For uniform grids this is
     /// `lo + i (hi - lo) / P`; the index rule decides membership near it.
+    ///
+    /// # Panics
+    /// If `i > P`.
     pub fn point(&self, i: usize) -> f64 {
+        assert!(
+            i <= self.partitions(),
+            "breakpoint {i} of a table with {} partitions (0..=P)",
+            self.partitions()
+        );
         match self {
             Breakpoints::Uniform { lo, hi, partitions } => {
                 if i == *partitions {
@@ -442,6 +450,9 @@ pub fn exp2_two_scale(p: f32) -> f32 {
 }
 
 /// Horner with FMA, highest power first.
+///
+/// # Panics
+/// If `coeffs` is empty (a polynomial has at least its constant term).
 #[inline(always)]
 pub fn horner(coeffs: &[f32], t: f32) -> f32 {
     let mut r = coeffs[0];

@@ -322,6 +322,21 @@ fn bad_input_gets_clear_errors() {
     )
     .unwrap_err();
     assert!(matches!(e, Error::EmptyRange { .. }), "{e}");
+    // An exact goal on a range without a finite input of its type (f16 ends at 65504):
+    // met by any table, so said.
+    let o = fit_report(
+        &Target::parse("x").unwrap(),
+        &FitOptions {
+            range: Some((70000.0, 80000.0)),
+            goal: Goal::Exact(DType::F16),
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert_eq!(o.in_range.inputs, 0);
+    let w = o.warning.unwrap_or_default();
+    assert!(w.contains("holds no finite f16 input"), "{w}");
     // A continuous fit of degree 0, fixed or as the only degree a search may try (that
     // said "best found: inf with 0 pieces of degree 0").
     for goal in [

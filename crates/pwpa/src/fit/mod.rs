@@ -186,7 +186,8 @@ pub struct FitOutcome {
     /// Max error of the f64 pieces before rounding (in the options' measure).
     pub fitted_error: f64,
     /// Max error of the f32 table as the evaluator computes it, on the error report's
-    /// range sweep ([`DENSE_POINTS`] points and every breakpoint; the options' measure).
+    /// range sweep ([`DENSE_POINTS`] points and every breakpoint; the options' measure,
+    /// except for [`Goal::Exact`], whose fits are relative: see `verified_abs_error`).
     pub verified_error: f64,
     /// Whether `verified_error` comes from every f32 input of the range (ranges of at
     /// most [`EXHAUSTIVE_F32`] values), else from the error report's range sweep.
@@ -880,10 +881,20 @@ pub fn fit_function(
             .then(|| tail_warning(&table, f, &func.name, vabs, right))
             .flatten()
     });
+    // An exact goal on a range that holds no finite input of its type is met by any table.
+    let vacuous = (exact.is_some() && in_range.inputs == 0).then(|| {
+        format!(
+            "the range [{}, {}] holds no finite {checked} input, so \"correctly rounded for every \
+             input\" says nothing about this table",
+            Num(lo32 as f64),
+            Num(hi32 as f64)
+        )
+    });
     let warning = [
         useless_warning(&table, f, &func.name, measure, lo32, hi32),
         overflow,
         underflow,
+        vacuous,
     ]
     .into_iter()
     .chain(tails)
