@@ -337,6 +337,40 @@ fn bad_input_gets_clear_errors() {
     assert_eq!(o.in_range.inputs, 0);
     let w = o.warning.unwrap_or_default();
     assert!(w.contains("holds no finite f16 input"), "{w}");
+    // Fits much farther from f than 0 somewhere gave no warning (a pole inside the range;
+    // a uniform grid too wide for the f32 index arithmetic); good fits get none.
+    for (expr, lo, hi, uniform, warns) in [
+        ("1/(x-0.3)", 0.0, 1.0, false, true),
+        ("tan(x)", 0.0, 3.0, false, true),
+        ("tanh", -3.4e38, 3.4e38, true, true),
+        ("tanh", -8.0, 8.0, false, false),
+        ("gelu", -8.0, 8.0, true, false),
+    ] {
+        let o = fit_report(
+            &Target::parse(expr).unwrap(),
+            &FitOptions {
+                range: Some((lo, hi)),
+                placement: if uniform {
+                    Placement::Uniform
+                } else {
+                    Placement::Adaptive
+                },
+                ..opts()
+            },
+            &|_| {},
+        )
+        .unwrap();
+        let w = o.warning.unwrap_or_default();
+        assert_eq!(
+            w.contains("more than twice the largest"),
+            warns,
+            "{expr} on [{lo}, {hi}]: {w}"
+        );
+        if expr == "tanh" && warns {
+            // |tanh| ≤ 1: an error above 2 is farther from tanh than 0 is, wherever it is.
+            assert!(o.verified_abs_error > 2.0, "{}", o.verified_abs_error);
+        }
+    }
     // A continuous fit of degree 0, fixed or as the only degree a search may try (that
     // said "best found: inf with 0 pieces of degree 0").
     for goal in [

@@ -891,7 +891,8 @@ pub fn fit_function(
         )
     });
     let warning = [
-        useless_warning(&table, f, &func.name, measure, lo32, hi32),
+        useless_warning(&table, f, &func.name, measure, lo32, hi32)
+            .or_else(|| farther_than_0_warning(&table, f, &func.name, vabs)),
         overflow,
         underflow,
         vacuous,
@@ -1087,6 +1088,45 @@ fn useless_warning(
         lo = Num(lo as f64),
         hi = Num(hi as f64),
     ))
+}
+
+/// A warning when the table's largest absolute error (`vabs`, the verification's, which
+/// looks closer at peaks) is more than twice the largest |f| on an even sweep of the range:
+/// a pole or spike the pieces do not follow, or pieces that miss f badly somewhere, though
+/// the table is not useless on most of the range ([`useless_warning`]). Seen with
+/// poles inside the range (1/(x − 0.3) on [0, 1]: error 8.4e7, tan on [0, 3]: 1.1e8) and with
+/// a uniform grid too wide for f32's index arithmetic (tanh on ±3.4e38: error 3.25). |f| is
+/// sampled on [`USELESS_POINTS`] points, then, only if that suggests a warning, on the
+/// error report's 2^20-point sweep.
+fn farther_than_0_warning(
+    table: &Table,
+    f: &(dyn Fn(f64) -> f64 + Sync),
+    name: &str,
+    vabs: f64,
+) -> Option<String> {
+    use rayon::prelude::*;
+    let max_f = |xs: &[f32]| {
+        xs.par_iter()
+            .map(|&x| f(x as f64).abs())
+            .filter(|v| v.is_finite())
+            .reduce(|| 0.0, f64::max)
+    };
+    if !(vabs.is_finite() && vabs > 0.0) {
+        return None;
+    }
+    let coarse = crate::metrics::range_points(table, USELESS_POINTS);
+    if vabs <= 2.0 * max_f(&coarse) {
+        return None;
+    }
+    let m = max_f(&crate::metrics::range_points(table, DENSE_POINTS));
+    (vabs > 2.0 * m).then(|| {
+        format!(
+            "the table's largest error, {vabs:.3e}, is more than twice the largest |{name}| on \
+             a sweep of 2^20 points of the range ({m:.3e}): {name} has a pole or a narrow spike \
+             there, or the range is too wide for the pieces; narrow the range or use more \
+             partitions"
+        )
+    })
 }
 
 /// Points of [`tail_warning`]'s sweep beyond an edge of the range.
