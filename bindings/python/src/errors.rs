@@ -23,7 +23,7 @@ pub fn class_name(e: &pwpa::Error) -> &'static str {
         | E::SeedOverflow { .. } => "TableError",
         E::Io { .. } => "PwpaIOError",
         E::UnknownFunction(_) | E::Expression { .. } | E::Samples(_) => "FunctionError",
-        E::Fit(_) | E::NotFinite { .. } => "FitError",
+        E::Fit(_) | E::GoalNotReached { .. } | E::NotFinite { .. } => "FitError",
         E::UnsupportedDType(_) => "DTypeError",
         E::LengthMismatch { .. } | E::GradLengthMismatch { .. } => "ShapeError",
         E::Array(_)

@@ -165,3 +165,10 @@ def test_log_breakpoints_are_bit_uniform_and_exact():
     assert ok.all(), f"{(~ok).sum()} bf16 inputs not correctly rounded, e.g. x={xs[~ok][:5]}"
     with pytest.raises(pwpa.PwpaError, match="log breakpoints need a finite positive range"):
         pwpa.fit("tanh", breakpoints="log")
+
+
+def test_a_goal_out_of_reach_is_a_fit_error_naming_the_best_table():
+    with pytest.raises(pwpa.FitError, match=r"not reached within the limits \(P ≤ 8, D ≤ 3\); best found: .* with 8 pieces"):
+        pwpa.fit("gelu", max_error=1e-6, max_partitions=8)
+    with pytest.raises(pwpa.FitError, match="is correctly rounded in bf16"):
+        pwpa.fit("gelu", exact="bf16", degree=1, max_partitions=8)

@@ -168,9 +168,24 @@ pub enum Error {
     /// Sampled data that cannot define a function.
     #[error("invalid sample data: {0}")]
     Samples(String),
-    /// Fitting failed or a target could not be met.
+    /// Fitting failed.
     #[error("fit failed: {0}")]
     Fit(String),
+    /// A fit's goal (a max error, or correct rounding for every input) that no table within
+    /// the limits met; the fields give the best table found, the message says why.
+    #[error("fit failed: {message}")]
+    GoalNotReached {
+        /// The explanation, as displayed.
+        message: String,
+        /// Pieces of the best table found (0 if none was).
+        partitions: usize,
+        /// Its degree.
+        degree: usize,
+        /// Its error: the max error in the goal's measure (a max-error goal; the search's
+        /// quick estimate, see the message), or the fraction of inputs not correctly rounded
+        /// (an exact goal).
+        best: f64,
+    },
     /// An array file (npy or raw) of the wrong kind.
     #[error("{0}")]
     Array(String),

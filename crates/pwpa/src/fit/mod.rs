@@ -1545,14 +1545,33 @@ fn search_error(
             Ok(pcs) => pcs,
             // A later round's narrower goal is out of reach: say what the dense sweep
             // measured, not only the quick estimate that the narrower goal was chasing.
-            Err(Error::Fit(m)) if round > 0 => {
-                return Err(Error::Fit(format!(
+            Err(e @ (Error::Fit(_) | Error::GoalNotReached { .. })) if round > 0 => {
+                let (m, best) = match e {
+                    Error::GoalNotReached {
+                        message,
+                        partitions,
+                        degree,
+                        best,
+                    } => (message, Some((partitions, degree, best))),
+                    Error::Fit(m) => (m, None),
+                    _ => unreachable!("matched above"),
+                };
+                let message = format!(
                     "max {} error {target:e} not reached: a table whose pieces meet it \
                      still measured {dense:.3e} with the f32 evaluator {on} \
                      (f32 rounding, e.g. near a zero of f that f32 cannot represent), and \
                      a tighter search failed ({m})",
                     ctx.measure.name()
-                )))
+                );
+                return Err(match best {
+                    Some((partitions, degree, best)) => Error::GoalNotReached {
+                        message,
+                        partitions,
+                        degree,
+                        best,
+                    },
+                    None => Error::Fit(message),
+                });
             }
             Err(e) => return Err(e),
         };
@@ -1725,8 +1744,14 @@ fn search_sampled(
     } else {
         format!("{e:.3e}")
     };
+    let not_reached = |message: String| Error::GoalNotReached {
+        message,
+        partitions: p,
+        degree: d,
+        best: e,
+    };
     if let Some(at) = plateau {
-        return Err(Error::Fit(format!(
+        return Err(not_reached(format!(
             "max {} error {target:e} not reached: the error stopped falling at {e:.3e} as the pieces \
              doubled to {at} (f32 rounding: no f32 table does better than {floor:.3e} here, and the \
              tables' own f32 coefficients and arithmetic add to that); best found: {est} with \
@@ -1734,7 +1759,7 @@ fn search_sampled(
             ctx.measure.name(),
         )));
     }
-    Err(Error::Fit(format!(
+    Err(not_reached(format!(
         "max {} error {target:e} not reached within the limits (P ≤ {}, D ≤ {}); best found: {est} with {p} pieces of degree {d}",
         ctx.measure.name(),
         if vary_degree { opts.partitions } else { max_p },
@@ -1933,13 +1958,18 @@ fn search_exact(
             .unwrap_or(pcs_ok));
     }
     let (wrong, p, s) = best.expect("at least one try");
-    Err(Error::Fit(format!(
-        "no table of degree {d} with at most {maxp} pieces is correctly rounded in {dt} on the range; best found: {p} pieces, {wrong} of {} inputs wrong ({:.4} % correctly rounded, at most {} {dt} values from the correctly rounded result, at x = {})",
-        s.inputs,
-        100.0 * s.fraction_correct(),
-        s.max_ulp,
-        Num(s.max_ulp_at)
-    )))
+    Err(Error::GoalNotReached {
+        message: format!(
+            "no table of degree {d} with at most {maxp} pieces is correctly rounded in {dt} on the range; best found: {p} pieces, {wrong} of {} inputs wrong ({:.4} % correctly rounded, at most {} {dt} values from the correctly rounded result, at x = {})",
+            s.inputs,
+            100.0 * s.fraction_correct(),
+            s.max_ulp,
+            Num(s.max_ulp_at)
+        ),
+        partitions: p,
+        degree: d,
+        best: 1.0 - s.fraction_correct(),
+    })
 }
 
 /// The derivative table: exact for the pieces and for clamp/extend/linear/constant
