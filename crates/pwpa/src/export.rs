@@ -140,15 +140,13 @@ pub fn default_name(path: &std::path::Path) -> String {
 /// (newlines included) become spaces, `*/` becomes `* /` and `/*` becomes `/ *`
 /// (GCC's -Wcomment warns of a `/*` inside a comment).
 fn comment_text(text: &str) -> String {
-    let mut s = text
-        .chars()
+    // (One pass of each suffices: the second only puts a space between a '/' and a '*',
+    // and a '/' after that '*' would have made a "*/" that the first pass split.)
+    text.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>();
-    // Until neither is left: `/*/` holds both, and one pass of each can make another.
-    while s.contains("*/") || s.contains("/*") {
-        s = s.replace("*/", "* /").replace("/*", "/ *");
-    }
-    s
+        .collect::<String>()
+        .replace("*/", "* /")
+        .replace("/*", "/ *")
 }
 
 fn hex(v: f32) -> String {

@@ -276,11 +276,12 @@ class _EvalBackward(torch.autograd.Function):
         return _bw_vmap(info, in_dims, grad, x, table, _EvalBackward.apply)
 
 
-_functorch_wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+_functorch = getattr(torch._C, "_functorch", None)
+_functorch_wrapped = getattr(_functorch, "is_functorch_wrapped_tensor", None)
 # The older torch._vmap_internals (jacobian/hessian(vectorize=True), is_grads_batched=True,
 # gradcheck's batched checks) wraps tensors in a legacy BatchedTensor that has no storage
 # and that is_functorch_wrapped_tensor does not report.
-_legacy_batched = getattr(getattr(torch._C, "_functorch", None), "is_legacy_batchedtensor", None)
+_legacy_batched = getattr(_functorch, "is_legacy_batchedtensor", None)
 
 
 def _wrapped_any(t: torch.Tensor) -> bool:
@@ -288,27 +289,6 @@ def _wrapped_any(t: torch.Tensor) -> bool:
 
 
 _wrapped = _wrapped_any if _functorch_wrapped is not None else None
-
-
-def _needs_function(x: torch.Tensor) -> bool:
-    """Whether x needs the autograd.Function (reverse or forward AD, a torch.func transform);
-    otherwise the op is called directly, which costs less than half as much per call
-    (on this development VM, 2026-11-27: 14 against 48-53 us for 1000 elements on the CPU)."""
-    if torch.is_grad_enabled() and x.requires_grad:
-        return True
-    if _wrapped is None or _wrapped(x):
-        return True
-    return getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
-
-
-def _direct(x: torch.Tensor) -> bool:
-    """Whether to call an op itself (under torch.compile, or when no gradient can be
-    needed) rather than through the autograd.Function. Checks x's layout first (eager):
-    the dispatcher's error for a nested or sparse tensor names no remedy."""
-    if torch.compiler.is_compiling():
-        return True
-    check_layout(x)
-    return not _needs_function(x)
 
 
 def _forward_ad() -> bool:
@@ -320,6 +300,25 @@ def _forward_ad() -> bool:
     eagerly, correctly. (Where Dynamo traces a whole transform without entering forward
     AD this is not seen: docs/PYTHON.md.)"""
     return getattr(torch.autograd.forward_ad, "_current_level", -1) >= 0
+
+
+def _needs_function(x: torch.Tensor) -> bool:
+    """Whether x needs the autograd.Function (reverse or forward AD, a torch.func transform);
+    otherwise the op is called directly, which costs less than half as much per call
+    (on this development VM, 2026-11-27: 14 against 48-53 us for 1000 elements on the CPU)."""
+    if torch.is_grad_enabled() and x.requires_grad:
+        return True
+    if _wrapped is None or _wrapped(x):
+        return True
+    return _forward_ad()
+
+
+def _direct(x: torch.Tensor) -> bool:
+    """Whether to call an op itself (eager, when no gradient can be needed) rather than
+    through the autograd.Function. Checks x's layout first: the dispatcher's error for a
+    nested or sparse tensor names no remedy."""
+    check_layout(x)
+    return not _needs_function(x)
 
 
 @torch.jit.ignore

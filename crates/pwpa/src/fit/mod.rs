@@ -1011,10 +1011,7 @@ fn overflow_costs_accuracy(
         ErrorMeasure::Relative => 4.0 * f32::EPSILON as f64,
         ErrorMeasure::Absolute => {
             let (lo, hi) = (ctx.lo as f64, ctx.hi as f64);
-            let top = (0..=1024)
-                .map(|k| f(lo + (hi - lo) * k as f64 / 1024.0))
-                .filter(|v| v.is_finite())
-                .fold(0.0f64, |m, v| m.max(v.abs()));
+            let top = max_abs(f, (0..=1024).map(|k| lo + (hi - lo) * k as f64 / 1024.0));
             4.0 * <f32 as crate::Element>::ulp_at(top)
         }
     };
@@ -1023,6 +1020,13 @@ fn overflow_costs_accuracy(
             > (8.0 * f32_rounding_floor(ctx).0)
                 .max(noise)
                 .max(f64::MIN_POSITIVE)
+}
+
+/// The largest finite |f(x)| over `xs` (0 if none is finite).
+fn max_abs(f: &(dyn Fn(f64) -> f64 + Sync), xs: impl Iterator<Item = f64>) -> f64 {
+    xs.map(|x| f(x).abs())
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max)
 }
 
 /// Points of [`useless_warning`]'s sweep.
@@ -1104,21 +1108,14 @@ fn farther_than_0_warning(
     name: &str,
     vabs: f64,
 ) -> Option<String> {
-    use rayon::prelude::*;
-    let max_f = |xs: &[f32]| {
-        xs.par_iter()
-            .map(|&x| f(x as f64).abs())
-            .filter(|v| v.is_finite())
-            .reduce(|| 0.0, f64::max)
+    let max_f = |n: usize| {
+        let xs = crate::metrics::range_points(table, n);
+        max_abs(f, xs.iter().map(|&x| x as f64))
     };
-    if !(vabs.is_finite() && vabs > 0.0) {
+    if !(vabs.is_finite() && vabs > 0.0) || vabs <= 2.0 * max_f(USELESS_POINTS) {
         return None;
     }
-    let coarse = crate::metrics::range_points(table, USELESS_POINTS);
-    if vabs <= 2.0 * max_f(&coarse) {
-        return None;
-    }
-    let m = max_f(&crate::metrics::range_points(table, DENSE_POINTS));
+    let m = max_f(DENSE_POINTS);
     (vabs > 2.0 * m).then(|| {
         format!(
             "the table's largest error, {vabs:.3e}, is more than twice the largest |{name}| on \
@@ -1545,33 +1542,17 @@ fn search_error(
             Ok(pcs) => pcs,
             // A later round's narrower goal is out of reach: say what the dense sweep
             // measured, not only the quick estimate that the narrower goal was chasing.
-            Err(e @ (Error::Fit(_) | Error::GoalNotReached { .. })) if round > 0 => {
-                let (m, best) = match e {
-                    Error::GoalNotReached {
-                        message,
-                        partitions,
-                        degree,
-                        best,
-                    } => (message, Some((partitions, degree, best))),
-                    Error::Fit(m) => (m, None),
-                    _ => unreachable!("matched above"),
-                };
-                let message = format!(
-                    "max {} error {target:e} not reached: a table whose pieces meet it \
-                     still measured {dense:.3e} with the f32 evaluator {on} \
-                     (f32 rounding, e.g. near a zero of f that f32 cannot represent), and \
-                     a tighter search failed ({m})",
-                    ctx.measure.name()
-                );
-                return Err(match best {
-                    Some((partitions, degree, best)) => Error::GoalNotReached {
-                        message,
-                        partitions,
-                        degree,
-                        best,
-                    },
-                    None => Error::Fit(message),
-                });
+            Err(mut e) if round > 0 => {
+                if let Error::Fit(m) | Error::GoalNotReached { message: m, .. } = &mut e {
+                    *m = format!(
+                        "max {} error {target:e} not reached: a table whose pieces meet it \
+                         still measured {dense:.3e} with the f32 evaluator {on} \
+                         (f32 rounding, e.g. near a zero of f that f32 cannot represent), and \
+                         a tighter search failed ({m})",
+                        ctx.measure.name()
+                    );
+                }
+                return Err(e);
             }
             Err(e) => return Err(e),
         };
