@@ -181,13 +181,13 @@ impl Summary {
 
 /// Reads and validates a table file, returning it with its stored layout.
 pub fn load_table(path: &Path) -> Result<(Table, Layout)> {
-    let bytes =
-        std::fs::read(path).with_context(|| format!("cannot read table {}", path.display()))?;
-    let text = String::from_utf8(bytes).map_err(|_| {
-        anyhow::anyhow!(
-            "cannot read table {}: not a text file (a pwpa table is JSON; see docs/FORMAT.md)",
-            path.display()
-        )
+    let text = pwpa::format::read_table_text(path).map_err(|e| match e {
+        // (its message names the file)
+        pwpa::Error::Format(m) => anyhow::anyhow!("cannot read table {m}"),
+        pwpa::Error::Io { error, .. } => {
+            anyhow::anyhow!("cannot read table {}: {error}", path.display())
+        }
+        e => e.into(),
     })?;
     pwpa::format::from_json(&text).with_context(|| format!("invalid table {}", path.display()))
 }
@@ -502,43 +502,9 @@ pub fn read_samples(path: &Path) -> Result<(Vec<f64>, Vec<f64>)> {
         let ys = v.iter().skip(1).step_by(2).copied().collect();
         return Ok((xs, ys));
     }
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read samples {}", path.display()))?;
-    let (mut xs, mut ys) = (Vec::new(), Vec::new());
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let fields: Vec<&str> = line
-            .split(|c: char| c == ',' || c == ';' || c.is_whitespace())
-            .filter(|s| !s.is_empty())
-            .collect();
-        let parsed: Option<Vec<f64>> = fields.iter().map(|f| f.parse().ok()).collect();
-        match parsed {
-            Some(v) if v.len() == 2 => {
-                if !(v[0].is_finite() && v[1].is_finite()) {
-                    bail!(
-                        "{} line {}: sample values must be finite (got '{line}')",
-                        path.display(),
-                        n + 1
-                    );
-                }
-                xs.push(v[0]);
-                ys.push(v[1]);
-            }
-            None if xs.is_empty() && fields.len() == 2 => {} // header row
-            _ => bail!(
-                "{} line {}: expected two numbers x,y, found '{line}'",
-                path.display(),
-                n + 1
-            ),
-        }
-    }
-    if xs.is_empty() {
-        bail!("{}: no samples found", path.display());
-    }
-    Ok((xs, ys))
+    // The library's reader (header, comments, a byte-order mark; errors name the line).
+    let s = pwpa::funcs::Samples::from_csv(path)?;
+    Ok((s.xs().to_vec(), s.ys().to_vec()))
 }
 
 /// `pwpa fit`.

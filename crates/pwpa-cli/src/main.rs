@@ -222,16 +222,53 @@ fn range_hint(e: &clap::Error, args: Vec<String>) -> Option<String> {
     })
 }
 
+/// `pwpa fit`'s FUNC|EXPR takes values that start with '-' (an expression may), so clap
+/// reads a short option with its value attached before it (`pwpa fit -P2 gelu`) as the
+/// expression "-P2". Such tokens of `fit` (-P and -D with digits, -o with a path) are
+/// split in two first: none of them is an expression pwpa could fit.
+fn split_attached(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    if args.get(1).and_then(|a| a.to_str()) != Some("fit") {
+        return args;
+    }
+    let mut out = Vec::with_capacity(args.len() + 2);
+    let mut rest = false;
+    for arg in args {
+        let Some(a) = arg.to_str().filter(|_| !rest) else {
+            out.push(arg);
+            continue;
+        };
+        rest = a == "--";
+        let split = a.len() > 2
+            && match a.as_bytes()[..2] {
+                [b'-', b'P' | b'D'] => a[2..].bytes().all(|c| c.is_ascii_digit()),
+                [b'-', b'o'] => true,
+                _ => false,
+            };
+        if split {
+            out.push(a[..2].into());
+            out.push(a[2..].into());
+        } else {
+            out.push(arg);
+        }
+    }
+    out
+}
+
 fn main() -> ExitCode {
     // A bug must still end in one `error:` line, not a backtrace.
     std::panic::set_hook(Box::new(|info| {
         eprintln!("error: internal error (a bug in pwpa, please report it): {info}");
     }));
     on_interrupt();
-    let cli = match Cli::try_parse() {
+    let args = split_attached(std::env::args_os().collect());
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
-            if let Some(hint) = range_hint(&e, std::env::args().collect()) {
+            let utf8 = args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            if let Some(hint) = range_hint(&e, utf8) {
                 eprintln!("{}", e.render().to_string().trim_end());
                 eprintln!("{hint}");
                 return ExitCode::from(2);

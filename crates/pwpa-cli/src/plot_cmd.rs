@@ -71,6 +71,12 @@ pub fn run(a: &PlotArgs) -> Result<()> {
         bail!("--dtype is the type whose ULPs --error ulp counts; add --error ulp");
     }
     check_output_dir(&a.output)?;
+    if crate::same_file(&a.output, &a.table) {
+        bail!(
+            "-o {} is the table being plotted; write the plot to another file",
+            a.output.display()
+        );
+    }
     let (table, _) = load_table(&a.table)?;
     // With --function the target must parse; a recorded function that cannot be
     // evaluated (a fit to samples) or none at all plots the table alone.

@@ -417,14 +417,20 @@ fn seed_difference(table: &Table, coeffs: &[f32], points: &[f32]) -> String {
     for x in pwpa::metrics::range_points(table, 1 << 20) {
         let (t, s) = (table.eval_f32(x) as f64, seed.eval_f32(x) as f64);
         size = size.max(t.abs());
-        let d = (t - s).abs();
+        // (equal infinities, or NaN in both, do not differ)
+        let d = if t == s || (t.is_nan() && s.is_nan()) {
+            0.0
+        } else {
+            (t - s).abs()
+        };
         if d > diff || d.is_nan() {
             (diff, at) = (d, x);
         }
     }
     format!(
-        "the seed form differs from the table by {diff:.3e} at x = {at} (the largest difference \
+        "the seed form differs from the table by {diff:.3e} at x = {} (the largest difference \
          on a dense sweep of its range: a bound would be larger), where the table reaches \
-         {size:.3e} in magnitude"
+         {size:.3e} in magnitude",
+        pwpa::metrics::Num(at as f64)
     )
 }

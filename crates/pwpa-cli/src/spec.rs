@@ -24,7 +24,16 @@ fn number(s: &str, what: &str) -> Result<f64, String> {
 
 fn number_f32(s: &str, what: &str) -> Result<f32, String> {
     let v = number(s, what)?;
-    pwpa::element::f32_from_f64(v).ok_or_else(|| format!("{what} '{}' overflows f32", s.trim()))
+    let f = pwpa::element::f32_from_f64(v)
+        .ok_or_else(|| format!("{what} '{}' overflows f32", s.trim()))?;
+    if f == 0.0 && v != 0.0 {
+        // (a linear tail of slope 0 is a constant one, at ±Inf too)
+        return Err(format!(
+            "{what} '{}' underflows f32 (it would be stored as 0; write 0 if that is meant)",
+            s.trim()
+        ));
+    }
+    Ok(f)
 }
 
 /// A constant tail's value: a finite f32, or `inf` / `-inf` (as the table format

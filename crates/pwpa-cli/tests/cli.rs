@@ -814,7 +814,7 @@ fn missing_and_unreadable_files() {
     std::fs::write(&bin, b"\x93NUMPY\xff\xfe").unwrap();
     fails(
         &pwpa(&["info", p(&bin)]),
-        &["not a text file", "t.bin"],
+        &["not a pwpa table", "t.bin"],
         &[],
     );
     // bench takes a table, a catalogue name or an expression: a missing table file is
@@ -1616,7 +1616,7 @@ fn bad_sample_files() {
     let csv = d.write("s.csv", "x,y\n0,1\n1,2\n2,oops\n");
     fails(
         &pwpa(&["fit", "--samples", p(&csv), "-o", p(&out)]),
-        &["line 4", "2,oops"],
+        &["line 4", "'oops' is not a number"],
         &[&out],
     );
     let csv = d.write("n.csv", "# nothing\n\n");
@@ -2435,4 +2435,170 @@ fn interrupted_eval_leaves_no_file(sig: &str) {
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
     assert!(!y.exists());
     no_temp_files(d.tmp.path());
+}
+
+// ------------------------------------------------- session 37 audit (a CLI user)
+
+/// Samples CSV: a UTF-8 byte-order mark and a header are skipped; a first line with a
+/// number in it is data, so a typo there is an error naming the line (it was skipped as
+/// a "header", dropping the sample); the default range (the samples' span in f32) does
+/// not warn that it extends beyond the span.
+#[test]
+fn samples_csv_header_bom_and_typos() {
+    let d = Dir::new();
+    let out = d.path("s.json");
+    let csv = d.path("bom.csv");
+    std::fs::write(&csv, "\u{feff}x,y\n-4,1\n0,2\n4,3\n").unwrap();
+    let o = pwpa(&[
+        "fit",
+        "--samples",
+        p(&csv),
+        "-P",
+        "1",
+        "-D",
+        "1",
+        "-o",
+        p(&out),
+        "--json",
+    ]);
+    ok(&o);
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        j["fit_result"]["range"],
+        serde_json::json!([-4.0, 4.0]),
+        "{j}"
+    );
+    std::fs::remove_file(&out).unwrap();
+    let typo = d.path("typo.csv");
+    std::fs::write(&typo, "1,2x\n2,3\n3,5\n").unwrap();
+    fails(
+        &pwpa(&[
+            "fit",
+            "--samples",
+            p(&typo),
+            "-P",
+            "1",
+            "-D",
+            "1",
+            "-o",
+            p(&out),
+        ]),
+        &["line 1", "'2x' is not a number"],
+        &[&out],
+    );
+    let tenths = d.path("tenths.csv");
+    std::fs::write(&tenths, "0.1,2\n0.2,3\n0.3,5\n").unwrap();
+    let o = pwpa(&[
+        "fit",
+        "--samples",
+        p(&tenths),
+        "-P",
+        "1",
+        "-D",
+        "1",
+        "-o",
+        p(&out),
+    ]);
+    ok(&o);
+    assert!(!stderr(&o).contains("extends beyond"), "{}", stderr(&o));
+}
+
+/// Options with attached values before the function (`-P2 gelu`), a bare name of an
+/// expression function (`relu`: relu(x)), a continuous constant single piece.
+#[test]
+fn fit_argument_forms() {
+    let d = Dir::new();
+    let (a, b) = (d.path("a.json"), d.path("b.json"));
+    ok(&pwpa(&[
+        "fit",
+        "-P2",
+        "-D1",
+        "gelu",
+        &format!("-o{}", p(&a)),
+    ]));
+    ok(&pwpa(&["fit", "gelu", "-P", "2", "-D", "1", "-o", p(&b)]));
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        std::fs::read(&b).unwrap(),
+        "-P2 -D1 gelu and gelu -P 2 -D 1 differ"
+    );
+    // an expression that starts with '-' is still one
+    ok(&pwpa(&["fit", "-x*x", "-P", "2", "-o", p(&a)]));
+    let o = pwpa(&["fit", "relu", "-P", "2", "-D", "1", "-o", p(&a), "--json"]);
+    ok(&o);
+    let t = pwpa::format::load(&a).unwrap();
+    for x in [-3.0f32, -0.5, 0.25, 2.0] {
+        assert!(
+            (t.eval_f32(x) - x.max(0.0)).abs() < 1e-6,
+            "relu({x}) = {}",
+            t.eval_f32(x)
+        );
+    }
+    ok(&pwpa(&[
+        "fit",
+        "gelu",
+        "-P",
+        "1",
+        "-D",
+        "0",
+        "--continuous",
+        "-o",
+        p(&a),
+    ]));
+    fails(
+        &pwpa(&[
+            "fit",
+            "gelu",
+            "-P",
+            "2",
+            "-D",
+            "0",
+            "--continuous",
+            "-o",
+            p(&b),
+        ]),
+        &["continuous", "degree"],
+        &[],
+    );
+}
+
+/// Files that are not tables are refused from their first bytes (/dev/zero was read
+/// until memory ran out); plot refuses to write over its table; tail values that
+/// underflow f32 are refused (a slope of 1e-50 became 0: a constant tail).
+#[test]
+fn not_tables_plot_over_its_table_and_underflowing_tails() {
+    let d = Dir::new();
+    #[cfg(unix)]
+    fails(
+        &pwpa(&["info", "/dev/zero"]),
+        &["/dev/zero", "not a pwpa table"],
+        &[],
+    );
+    let bin = d.path("bin.json");
+    std::fs::write(&bin, [0u8, 1, 2, 3, 0xff]).unwrap();
+    fails(&pwpa(&["info", p(&bin)]), &["not a pwpa table"], &[]);
+    let t = d.table("t.svg", &sample_table(), Layout::Aos);
+    let before = std::fs::read(&t).unwrap();
+    fails(
+        &pwpa(&["plot", p(&t), "-o", p(&t)]),
+        &["the table being plotted"],
+        &[],
+    );
+    assert_eq!(std::fs::read(&t).unwrap(), before);
+    let out = d.path("u.json");
+    for spec in ["linear:1e-50,0", "linear:1,1e-50", "const:-1e-50"] {
+        fails(
+            &pwpa(&["fit", "gelu", "--left-tail", spec, "-o", p(&out)]),
+            &["underflows f32"],
+            &[&out],
+        );
+    }
+    ok(&pwpa(&[
+        "fit",
+        "gelu",
+        "--left-tail",
+        "linear:0,0",
+        "-o",
+        p(&out),
+    ]));
 }

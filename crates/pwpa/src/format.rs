@@ -357,16 +357,56 @@ impl<'de> serde::de::Visitor<'de> for NoDuplicateKeysVisitor {
     }
 }
 
+/// The largest table file [`read_table_text`] reads: a table of the most partitions
+/// ([`crate::table::MAX_PARTITIONS`]) at degree 15 is about 0.5 GB of JSON.
+pub const MAX_TABLE_FILE_BYTES: u64 = 1 << 30;
+
+/// A table file's text, for [`from_json`]. Refused before it is read whole: a file
+/// whose first non-blank byte (after a UTF-8 byte-order mark) is not `{` (a table is a JSON object: not a table, as
+/// /dev/zero or a binary file passed by mistake would be), and one larger than
+/// [`MAX_TABLE_FILE_BYTES`].
+pub fn read_table_text(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let not_table = |why: &str| {
+        Error::Format(format!(
+            "{}: {why} (a pwpa table is a JSON object; see docs/FORMAT.md)",
+            path.display()
+        ))
+    };
+    let file = std::fs::File::open(path).map_err(|e| Error::io("cannot read", path, e))?;
+    let mut reader = file.take(MAX_TABLE_FILE_BYTES + 1);
+    let mut bytes = Vec::new();
+    // The first block, then the rest once it looks like JSON.
+    let mut block = [0u8; 4096];
+    loop {
+        let n = reader
+            .read(&mut block)
+            .map_err(|e| Error::io("cannot read", path, e))?;
+        bytes.extend_from_slice(&block[..n]);
+        let text = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&bytes); // a UTF-8 BOM
+        match text.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') => break,
+            Some(_) => return Err(not_table("not a pwpa table: it does not start with '{'")),
+            None if n == 0 => break, // empty or blank: from_json says so
+            None => {}
+        }
+    }
+    reader
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io("cannot read", path, e))?;
+    if bytes.len() as u64 > MAX_TABLE_FILE_BYTES {
+        return Err(not_table(&format!(
+            "larger than {} GiB, more than any table",
+            MAX_TABLE_FILE_BYTES >> 30
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| not_table("not a text file"))
+}
+
 /// Loads a table file.
 pub fn load(path: impl AsRef<Path>) -> Result<Table> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|e| Error::io("cannot read", path, e))?;
-    let text = String::from_utf8(bytes).map_err(|_| {
-        Error::Format(format!(
-            "{}: not a text file (a pwpa table is JSON; see docs/FORMAT.md)",
-            path.display()
-        ))
-    })?;
+    let text = read_table_text(path)?;
     from_json(&text).map(|(t, _)| t).map_err(|e| match e {
         Error::Format(m) => Error::Format(format!("{}: {m}", path.display())),
         other => other,

@@ -251,10 +251,16 @@ pub fn fit_report(
     if let Target::Samples(s) = target {
         let (a, b) = (s.xs()[0], s.xs()[s.xs().len() - 1]);
         let (lo, hi) = o.range;
-        if (lo as f64) < a || (hi as f64) > b {
+        // In f32, as the range is: the default range is the span's ends rounded to f32,
+        // which can lie just outside a span of f64 values.
+        if lo < a as f32 || hi > b as f32 {
             let w = format!(
-                "the fit range [{lo}, {hi}] extends beyond the samples' span [{a}, {b}]: \
-                 there the table follows the nearest sample's value (nothing was measured)"
+                "the fit range [{}, {}] extends beyond the samples' span [{}, {}]: \
+                 there the table follows the nearest sample's value (nothing was measured)",
+                Num(lo as f64),
+                Num(hi as f64),
+                Num(a),
+                Num(b)
             );
             let w = match o.warning.take() {
                 Some(old) => format!("{old}; {w}"),
@@ -616,7 +622,9 @@ pub fn fit_function(
     };
     if !(lo.is_finite() && hi.is_finite()) {
         return Err(Error::InvalidArgument(format!(
-            "{what} [{lo}, {hi}] must be finite"
+            "{what} [{}, {}] must be finite",
+            Num(lo),
+            Num(hi)
         )));
     }
     if lo >= hi {
@@ -625,7 +633,11 @@ pub fn fit_function(
     let (lo32, hi32) = (lo as f32, hi as f32);
     if !(lo32.is_finite() && hi32.is_finite()) || lo32 >= hi32 {
         return Err(Error::InvalidArgument(format!(
-            "{what} [{lo}, {hi}] is not a non-empty finite f32 range (in f32 it is [{lo32}, {hi32}])"
+            "{what} [{}, {}] is not a non-empty finite f32 range (in f32 it is [{}, {}])",
+            Num(lo),
+            Num(hi),
+            Num(lo32 as f64),
+            Num(hi32 as f64),
         )));
     }
     check_limits(opts.partitions, opts.degree)?;
@@ -654,7 +666,8 @@ pub fn fit_function(
         }
     ) && opts.max_degree == 0;
     if opts.continuous
-        && ((opts.degree == 0 && matches!(opts.goal, Goal::Fixed)) || degree_search_of_0)
+        && ((opts.degree == 0 && opts.partitions > 1 && matches!(opts.goal, Goal::Fixed))
+            || degree_search_of_0)
     {
         return Err(Error::InvalidArgument(
             "a continuous fit needs degree ≥ 1 (a constant piece cannot meet both neighbours)"
@@ -1198,7 +1211,7 @@ fn tail_warning(
         ("below", "--left-tail, Python left_tail=")
     };
     Some(format!(
-        "the catalogue's {side} tail ({}) is far from {name} {past} the range's end {}: at x = {} the table gives {}, {name} is {} (abs error {}, the fit's {}); widen the range or choose the tail ({opt})",
+        "the default {side} tail ({}) is far from {name} {past} the range's end {}: at x = {} the table gives {}, {name} is {} (abs error {}, the fit's {}); widen the range or choose the tail ({opt})",
         tail.kind(),
         Num(edge as f64),
         Num(x as f64),
@@ -1212,7 +1225,7 @@ fn tail_warning(
 /// Fits P × D pieces (uniform or adaptive).
 fn build(ctx: &Ctx, p: usize, d: usize, progress: &dyn Fn(Progress)) -> Result<Pieces> {
     check_limits(p, d)?;
-    if ctx.continuous && d == 0 {
+    if ctx.continuous && d == 0 && p > 1 {
         return Err(Error::InvalidArgument(
             "a continuous fit needs degree ≥ 1".into(),
         ));

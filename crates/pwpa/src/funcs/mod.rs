@@ -406,7 +406,7 @@ impl Target {
     }
 
     /// A catalogue name, or else an expression in `x` (see [`PwpaOps`] for what an
-    /// expression may use). An expression that does not parse, or that uses a name
+    /// expression may use; a bare name of one of its functions, `relu`, is `relu(x)`). An expression that does not parse, or that uses a name
     /// other than `x`, is an [`Error::Expression`] with the parser's message.
     pub fn parse(spec: &str) -> Result<Target> {
         let s = spec.trim();
@@ -425,6 +425,14 @@ impl Target {
                 } else {
                     e
                 }
+            })
+            .or_else(|e| match e {
+                // A function of expressions that is not in the catalogue ("relu", "sin",
+                // "abs"): the expression name(x).
+                Error::UnknownFunction(_) => Expression::parse(&format!("{s}(x)"))
+                    .map(|e| Target::Expression(Box::new(e)))
+                    .map_err(|_| e),
+                e => Err(e),
             })
     }
 

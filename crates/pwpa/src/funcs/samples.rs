@@ -63,9 +63,12 @@ impl Samples {
     }
 
     /// Reads a CSV (or whitespace/semicolon separated) file of two columns x, y.
-    /// A first line that is not numeric is taken as a header; `#` starts a comment.
+    /// A first line none of whose fields is a number is taken as a header (`x,y`; a
+    /// first line with a number in it is data, so that a typo there is an error, not a
+    /// dropped sample); `#` starts a comment; a UTF-8 byte-order mark is skipped.
     pub fn from_csv(path: &Path) -> Result<Samples> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io("cannot read", path, e))?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let mut xs = Vec::new();
         let mut ys = Vec::new();
         let mut seen_data = false;
@@ -81,7 +84,7 @@ impl Samples {
                 .collect();
             let parsed: Vec<std::result::Result<f64, _>> =
                 fields.iter().map(|f| f.parse::<f64>()).collect();
-            if !seen_data && parsed.iter().any(|p| p.is_err()) {
+            if !seen_data && parsed.iter().all(|p| p.is_err()) {
                 // Header line.
                 seen_data = true;
                 continue;
@@ -106,8 +109,21 @@ impl Samples {
                     ))
                 })?;
             }
+            if !(vals[0].is_finite() && vals[1].is_finite()) {
+                return Err(Error::Samples(format!(
+                    "{}: line {}: sample values must be finite (got '{line}')",
+                    path.display(),
+                    lineno + 1
+                )));
+            }
             xs.push(vals[0]);
             ys.push(vals[1]);
+        }
+        if xs.is_empty() {
+            return Err(Error::Samples(format!(
+                "{}: no samples found",
+                path.display()
+            )));
         }
         let mut s = Samples::new(xs, ys).map_err(|e| match e {
             Error::Samples(m) => Error::Samples(format!("{}: {m}", path.display())),
