@@ -184,9 +184,9 @@ def test_useless_fit_warns():
 def test_catalogue_tails_far_from_f_beyond_a_narrowed_range_warn():
     # exp's tails (0 and +Inf) are its asymptotes on [-104, 88.72]; on [-1, 1] the table
     # gave +Inf at 1.0000001 without a word.
-    with pytest.warns(pwpa.FitWarning, match=r"catalogue's right tail \(constant\) is far from exp above the range's end 1: at x = 1\.0000001 the table gives inf"):
+    with pytest.warns(pwpa.FitWarning, match=r"default right tail \(constant\) is far from exp above the range's end 1: at x = 1\.0000001 the table gives inf"):
         t = pwpa.fit("exp", range=(-1, 1))
-    assert "catalogue's left tail" in t.meta["warning"]
+    assert "default left tail" in t.meta["warning"]
     assert np.isinf(t(np.float32([1.5]))[0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -207,6 +207,9 @@ def test_argument_checks():
 def test_binary_file_is_a_table_error(tmp_path):
     p = tmp_path / "rand.json"
     p.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(pwpa.TableError, match="does not start with '{'"):
+        pwpa.load(p)
+    p.write_bytes(b'{"format": "\xff"}')
     with pytest.raises(pwpa.TableError, match="not a text file"):
         pwpa.load(p)
 
@@ -384,6 +387,8 @@ def test_numpy_scalars_give_numpy_scalars_and_big_ints_evaluate():
         assert isinstance(r, np.generic) and r.dtype == v.dtype
         assert r == t(np.array([v]))[0]
     assert t(10**40) == t(float("inf")) == 1.0 and t(-(10**40)) == -1.0
+    # in a sequence too (numpy makes an object array of them)
+    assert t([10**40, -(2**64), 0]).tolist() == [1.0, -1.0, t(0.0)]
     with pytest.raises(pwpa.ArgumentError, match="cannot evaluate a bool:"):
         t(True)
 
@@ -479,3 +484,102 @@ def test_samples_refuse_exp_tails():
     xs = np.linspace(0, 1, 10)
     with pytest.raises(pwpa.ArgumentError, match="samples have no values there"):
         pwpa.fit((xs, xs * xs), exp_tails=True)
+
+
+# ---- session 37 audit (an adversarial PyTorch user, 2026-11-28) ----------------------
+
+
+def test_out_with_forward_ad_or_inside_transforms_is_refused():
+    """table(x, out=y) writes memory directly: a tangent on x would be dropped and one on
+    y left stale (PyTorch's own out= functions raise too), and torch.func wrappers have
+    no memory to write."""
+    import torch.autograd.forward_ad as fwAD
+
+    t = _table()
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([0.5, -0.5]), torch.ones(2))
+        with pytest.raises(pwpa.ArgumentError, match="forward-mode"):
+            t(x, out=torch.empty(2))
+        o = fwAD.make_dual(torch.zeros(2), torch.full((2,), 7.0))
+        with pytest.raises(pwpa.ArgumentError, match="forward-mode"):
+            t(torch.tensor([0.5, -0.5]), out=o)
+        # plain tensors inside a dual level are fine
+        y = torch.empty(2)
+        t(torch.tensor([0.5, -0.5]), out=y)
+        assert torch.equal(y, t(torch.tensor([0.5, -0.5])))
+    with pytest.raises(pwpa.ArgumentError, match="torch.func transforms"):
+        torch.func.vmap(lambda v: t(v, out=torch.empty_like(v)))(torch.randn(3, 2))
+
+
+def test_value_and_derivative_under_transforms_and_compile():
+    """value_and_derivative inside vmap/grad and under torch.compile(fullgraph=True):
+    the same bits as eagerly, in the derivative dtype asked for."""
+    t = _table()
+    d = t.derivative()
+    x = torch.randn(3, 5) * 3
+    y = torch.func.vmap(lambda v: pt.value_and_derivative(v, t)[1])(x)
+    assert torch.equal(y, d(x))
+    g = torch.func.grad(lambda v: pt.value_and_derivative(v, t)[0].sum())(x[0])
+    assert torch.equal(g, d(x[0]))
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        xd = x.to(dtype)
+        for ddt in (None, torch.float32):
+            want = pt.value_and_derivative(xd, t, ddt)
+            f = torch.compile(lambda v: pt.value_and_derivative(v, t, ddt), fullgraph=True)
+            got = f(xd)
+            assert got[1].dtype == (ddt or dtype)
+            assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+            want32 = d(xd.float()).to(ddt or dtype)  # f32, rounded once
+            assert torch.equal(want[1], want32)
+    with pytest.raises(pwpa.ArgumentTypeError, match="torch.dtype"):
+        pt.value_and_derivative(x, t, derivative_dtype="float16")
+    with pytest.raises(pwpa.DTypeError, match="float64"):
+        pt.value_and_derivative(x, t, derivative_dtype=torch.float64)
+
+
+def test_seed_layout_helpers_compile_and_the_seed_spelling_AOS():
+    import pwpa.ops as ops
+
+    c = torch.randn(4, 3)
+    s = torch.compile(lambda c: ops.aos2soa(c, 2), fullgraph=True)(c)
+    assert torch.equal(s, c.t().contiguous())
+    pts = torch.linspace(-2, 2, 5)
+    x = torch.linspace(-3, 3, 101)
+    # (the seed's own example writes AOS=False)
+    assert torch.equal(ops.pwpa(x, ops.aos2soa(c, 2), pts, AOS=False), ops.pwpa(x, c, pts))
+    with pytest.raises(pwpa.ArgumentError, match="not both"):
+        ops.pwpa(x, c, pts, AoS=False, AOS=False)
+
+
+def test_wrong_argument_types_are_typed_errors(tmp_path):
+    t = _table()
+    with pytest.raises(pwpa.ArgumentTypeError, match="target"):
+        t.report(target=5)
+    with pytest.raises(pwpa.ArgumentTypeError, match="dtype"):
+        t.report(dtype=None)
+    for r in ("ab", (1, 2, 3), ("a", "b")):
+        with pytest.raises(pwpa.ArgumentError, match="two numbers"):
+            t.plot(tmp_path / "a.svg", range=r)
+    assert pwpa.Table.from_json(t.to_json().encode()) == t
+    with pytest.raises(pwpa.ArgumentTypeError, match="str"):
+        pwpa.Table.from_json(None)
+    with pytest.raises(pwpa.TableError, match="UTF-8"):
+        pwpa.Table.from_json(b"\xff{")
+    with pytest.raises(pwpa.ArgumentError, match="integer"):
+        pwpa.Table({"lo": 0, "hi": 1, "partitions": 2.7}, [[1.0], [2.0]])
+    with pytest.raises(pwpa.ArgumentError, match="unknown key"):
+        pwpa.Table({"lo": 0, "hi": 1, "partitions": 2, "p": 3}, [[1.0], [2.0]])
+    with pytest.raises(pwpa.ArgumentTypeError, match="nn.Module"):
+        pt.replace_activations(None, {nn.GELU: t})
+    with pytest.raises(pwpa.ArgumentTypeError, match="containers"):
+        pt.replace_activations(nn.Sequential(nn.Linear(2, 2)), {nn.Module: t})
+
+
+def test_replacements_keep_the_models_mode():
+    t = pwpa.fit("gelu", partitions=16, degree=3)
+    m = nn.Sequential(nn.Linear(2, 2), nn.GELU()).eval()
+    pt.replace_activations(m, {nn.GELU: t})
+    assert isinstance(m[1], pt.PwPA) and not m[1].training
+    layer = nn.TransformerEncoderLayer(8, 2, 16, activation="gelu", batch_first=True).eval()
+    pt.replace_activations(layer, {nn.GELU: t})
+    assert isinstance(layer.activation, pt.PwPA) and not layer.activation.training

@@ -250,12 +250,17 @@ class Table:
         uniform = None
         pts = None
         if isinstance(breakpoints, dict):
+            form = "uniform breakpoints are a dict {'lo': ..., 'hi': ..., 'partitions': ...}"
+            extra = sorted(map(str, set(breakpoints) - {"lo", "hi", "partitions"}))
+            if extra:
+                raise ArgumentError(f"{form}; unknown key(s): {', '.join(extra)}")
             try:
-                lo, hi, p = float(breakpoints["lo"]), float(breakpoints["hi"]), int(breakpoints["partitions"])
+                lo, hi, p = float(breakpoints["lo"]), float(breakpoints["hi"]), breakpoints["partitions"]
             except (KeyError, TypeError, ValueError):
-                raise ArgumentError(
-                    "uniform breakpoints are a dict {'lo': ..., 'hi': ..., 'partitions': ...}"
-                ) from None
+                raise ArgumentError(form) from None
+            if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+                raise ArgumentError(f"partitions must be an integer (got {p!r})")
+            p = int(p)
             if p < 0:
                 raise ArgumentError(f"partitions must be non-negative (got {p})")
             uniform = (lo, hi, p)
@@ -340,8 +345,15 @@ class Table:
         return cls({"lo": lo, "hi": hi, "partitions": p}, c, **kwargs)
 
     @classmethod
-    def from_json(cls, text: str) -> "Table":
-        """Parses and validates the JSON table format."""
+    def from_json(cls, text: Union[str, bytes]) -> "Table":
+        """Parses and validates the JSON table format (a str, or UTF-8 bytes)."""
+        if isinstance(text, (bytes, bytearray, memoryview)):
+            try:
+                text = bytes(text).decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise TableError(f"the table's JSON is not valid UTF-8: {e}") from None
+        if not isinstance(text, str):
+            raise ArgumentTypeError(f"from_json takes the JSON text as a str (got {type(text).__name__})")
         return cls._wrap(_native.Table.from_json(text))
 
     @classmethod
@@ -525,7 +537,9 @@ class Table:
                 f"samples must be an integer from 2 to {_MAX_REPORT_SAMPLES} (2^26), got {samples!r}"
             )
         return json.loads(
-            self._native.report(target, _dtype_name(dtype), None if samples is None else int(samples), every_f32)
+            self._native.report(
+                _target(target), _dtype_name(dtype), None if samples is None else int(samples), every_f32
+            )
         )
 
     def plot(
@@ -539,7 +553,7 @@ class Table:
         the table with its breakpoints, and the error beneath (absolute, or in ULPs of
         ``ulp`` = "f32" | "bf16" | "f16"), to ``path`` (.svg or .png)."""
         self._native.plot(
-            os.fsdecode(path), target, None if ulp is None else _dtype_name(ulp), range
+            os.fsdecode(path), _target(target), None if ulp is None else _dtype_name(ulp), _plot_range(range)
         )
 
     # ---- evaluation -------------------------------------------------------------
@@ -577,8 +591,32 @@ def _flag(v: Any, name: str) -> bool:
     raise ArgumentError(f"{name} must be True or False (got {v!r})")
 
 
+def _target(target: Any) -> Optional[str]:
+    """A report's or plot's target: None (the table's function) or a name/expression."""
+    if target is not None and not isinstance(target, str):
+        raise ArgumentTypeError(
+            f"target must be a function name or an expression in x, as a str (got {type(target).__name__})"
+        )
+    return target
+
+
+def _plot_range(r: Any) -> Optional[Tuple[float, float]]:
+    """A plot's range: None or two numbers (lo, hi)."""
+    if r is None:
+        return None
+    try:
+        lo, hi = r
+        if isinstance(lo, (str, bytes)) or isinstance(hi, (str, bytes)):
+            raise TypeError
+        return float(lo), float(hi)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"range must be two numbers (lo, hi), got {r!r}") from None
+
+
 def _dtype_name(dtype: Any) -> str:
     """'f32'/'float32'/np.float32/torch.bfloat16/… → a name the core parses."""
+    if dtype is None:
+        raise ArgumentTypeError("dtype must be f32, bf16 or f16 (got None)")
     if isinstance(dtype, str):
         return dtype
     s = str(dtype)

@@ -280,6 +280,11 @@ def _eval_numpy(table: Any, x: Any, out: Any) -> Any:
                 if isinstance(x, int) and not isinstance(x, bool):
                     x = float(x)  # beyond int64 too; beyond f32's range it evaluates as ±Inf
                 a = np.asarray(x)
+                if a.dtype == object and all(
+                    isinstance(v, int) and not isinstance(v, bool) for v in a.flat
+                ):
+                    # integers beyond int64/uint64, as a single one is: as floats
+                    a = np.array([float(v) for v in a.flat]).reshape(a.shape)
             except (TypeError, ValueError, OverflowError) as e:
                 raise ArgumentError(f"cannot evaluate a {what}: {e}") from None
             if a.dtype.kind not in "fiu":
@@ -357,6 +362,18 @@ def eval_array(table: Any, x: Any, out: Any = None) -> Any:
                 )
             if torch.compiler.is_compiling():
                 return _compiled_into(table, x, out)
+            from . import torch as pwpa_torch
+
+            if pwpa_torch.forward_ad_dual(x, out):
+                raise ArgumentError(
+                    "table(x, out=y) does not support forward-mode automatic differentiation (a dual "
+                    "tensor, like PyTorch's out= functions): call table(x) instead"
+                )
+            if pwpa_torch.transform_wrapped(x, out):
+                raise ArgumentError(
+                    "table(x, out=y) cannot be used inside torch.func transforms (vmap, grad, jvp, "
+                    "jacrev, ...): call table(x) instead"
+                )
             return eval_tensor_into(table, x, out)
         from . import torch as pwpa_torch  # registers the custom op
 

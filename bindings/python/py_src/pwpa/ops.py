@@ -20,6 +20,7 @@ Works on torch tensors (CPU/CUDA) and numpy arrays.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from typing import Any
 
@@ -121,10 +122,15 @@ def _seed_call(x: Any, coeffs: Any, partition_points: Any, aos: bool) -> Any:
     return _table(coeffs, partition_points, aos)(x)
 
 
-def pwpa(x: Any, coeffs: Any, partition_points: Any, AoS: bool = True) -> Any:
+def pwpa(x: Any, coeffs: Any, partition_points: Any, AoS: bool = True, *, AOS: Any = None) -> Any:
     """Evaluates the piecewise polynomial (torchPACE's optimised op). ``coeffs`` is
     ``(P, D+1)`` when ``AoS`` else ``(D+1, P)`` (as :func:`aos2soa` returns), global x,
-    highest power first; ``partition_points`` has P+1 increasing points."""
+    highest power first; ``partition_points`` has P+1 increasing points. ``AOS`` is
+    accepted as another spelling of ``AoS`` (the seed's own examples use both)."""
+    if AOS is not None:
+        if AoS is not True:
+            raise ArgumentError("give AoS or AOS (the same option), not both")
+        AoS = AOS
     if not (isinstance(AoS, (bool, np.bool_)) or (isinstance(AoS, int) and AoS in (0, 1))):
         # (bool("False") is True: a string silently meant AoS.)
         raise ArgumentError(f"AoS must be True or False (got {AoS!r})")
@@ -148,7 +154,7 @@ def _permute(coeffs: Any, D: Any, to_soa: bool) -> Any:
     if not (_is_tensor(coeffs) or isinstance(coeffs, np.ndarray)):
         coeffs = np.asarray(coeffs, dtype=np.float32)
     shape = tuple(coeffs.shape)
-    size = int(np.prod(shape)) if shape else 1
+    size = math.prod(shape)  # (not np.prod, which Dynamo traces as a tensor op)
     if len(shape) not in (1, 2) or size == 0 or size % n != 0:
         raise ShapeError(f"coeffs of shape {shape} do not hold whole polynomials of degree {d}")
     if len(shape) == 2 and (shape[1] if to_soa else shape[0]) != n:

@@ -302,6 +302,20 @@ def _forward_ad() -> bool:
     return getattr(torch.autograd.forward_ad, "_current_level", -1) >= 0
 
 
+def forward_ad_dual(*ts: Any) -> bool:
+    """Whether forward AD is on and one of the tensors is dual (carries a tangent)."""
+    if not _forward_ad():
+        return False
+    unpack = torch.autograd.forward_ad.unpack_dual
+    return any(isinstance(t, torch.Tensor) and unpack(t).tangent is not None for t in ts)
+
+
+def transform_wrapped(*ts: Any) -> bool:
+    """Whether one of the tensors is a torch.func (or legacy vmap) wrapper, whose memory
+    pwpa cannot write or read directly."""
+    return _wrapped is not None and any(isinstance(t, torch.Tensor) and _wrapped(t) for t in ts)
+
+
 def _needs_function(x: torch.Tensor) -> bool:
     """Whether x needs the autograd.Function (reverse or forward AD, a torch.func transform);
     otherwise the op is called directly, which costs less than half as much per call
@@ -554,12 +568,29 @@ def value_and_derivative(x: torch.Tensor, table: Table, derivative_dtype: torch.
     if not isinstance(table, Table):
         raise ArgumentError(f"value_and_derivative takes a pwpa.Table (got {type(table).__name__})")
     torch_code(x.dtype, "input")
+    if derivative_dtype is not None and not isinstance(derivative_dtype, torch.dtype):
+        raise ArgumentTypeError(
+            f"derivative_dtype must be a torch.dtype such as torch.float32 (got {derivative_dtype!r})"
+        )
+    dt = derivative_dtype or x.dtype
+    torch_code(dt, "derivative")
     check_layout(x)
     check_device(x.device)
+    if torch.compiler.is_compiling():
+        # The ops Dynamo traces (it cannot call table.derivative()): the backward op with
+        # a gradient of ones is f'(x) in f32 rounded once into dt, the kernels' bits.
+        handle = table.handle
+        y = torch.ops.pwpa.eval(x, handle)
+        return y, torch.ops.pwpa.eval_backward(torch.ones_like(x, dtype=dt), x, handle)
+    d = table.derivative()
+    if transform_wrapped(x) or forward_ad_dual(x):
+        # Inside torch.func transforms or with a dual tensor: through the op (which such
+        # wrappers can carry), the derivative in f32 rounded once into dt.
+        y = _apply(x, table.handle)
+        dy = _apply(x if x.dtype == dt else x.float(), d.handle)
+        return y, dy.to(dt)
     if x.is_neg():  # a lazily negated view: its memory holds -x
         x = x.resolve_neg()
-    d = table.derivative()
-    dt = derivative_dtype or x.dtype
     y = _out_like(x, real=True)
     dy = _out_like(x, dt, real=True)
     if x.device.type == "cuda" and dt == x.dtype:
@@ -675,11 +706,18 @@ def replace_activations(
     gradients, which runs its own ReLU/GELU) is turned off, so the table is used there too,
     and so is its encoder's nested-tensor path for padded batches.
     """
+    if not isinstance(model, nn.Module):
+        raise ArgumentTypeError(f"model must be an nn.Module (got {type(model).__name__})")
     if not isinstance(mapping, Mapping) or not mapping:
         raise ArgumentTypeError("mapping must be a non-empty dict {module type: table}")
     for k in mapping:
         if not (isinstance(k, type) and issubclass(k, nn.Module)):
             raise ArgumentTypeError(f"mapping keys must be nn.Module subclasses, got {k!r}")
+        if k in (nn.Module, nn.Sequential, nn.ModuleList, nn.ModuleDict):
+            raise ArgumentTypeError(
+                f"mapping key {k.__module__}.{k.__qualname__} matches containers and layers, not one "
+                "activation: name the activation classes (nn.GELU, nn.SiLU, ...)"
+            )
         if issubclass(k, PwPA):
             raise ArgumentTypeError(
                 "PwPA modules are not replaced (they already are tables); to change a PwPA's "
@@ -695,10 +733,10 @@ def replace_activations(
                     value = value(m)
                     if value is None:
                         return None
-                    return PwPA(_as_table(value))
+                    return PwPA(_as_table(value)).train(m.training)
                 table = _as_table(value)
                 _warn_if_different(m, table)
-                return PwPA(table)
+                return PwPA(table).train(m.training)
         return None
 
     top = replacement(model)
@@ -730,7 +768,7 @@ def replace_activations(
                 except TypeError:  # an unhashable callable: not one of PyTorch's functions
                     make = None
             if make is not None:
-                r = replacement(make())
+                r = replacement(make().train(parent.training))
                 if r is not None:
                     changes.append((parent, "activation", r))
     replaced_layers = set()
