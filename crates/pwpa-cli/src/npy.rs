@@ -408,6 +408,14 @@ struct Header {
 
 /// Finds the value text after `'key':` in a Python dict literal.
 fn field<'a>(header: &'a str, key: &str) -> Result<&'a str> {
+    let count: usize = ['\'', '"']
+        .iter()
+        .map(|q| header.matches(&format!("{q}{key}{q}")).count())
+        .sum();
+    if count > 1 {
+        // (numpy would take the last; a header written so is malformed)
+        bail!("malformed header: the key '{key}' appears {count} times in {header:?}");
+    }
     for quote in ['\'', '"'] {
         let pat = format!("{quote}{key}{quote}");
         if let Some(pos) = header.find(&pat) {
@@ -554,6 +562,12 @@ mod tests {
         let p = parse_header(h).unwrap();
         assert_eq!(p.dtype, ArrayDType::Elem(DType::F16));
         assert_eq!(p.shape, vec![3, 4]);
+        assert!(parse_header(
+            "{'descr': '<f8', 'descr': '<f4', 'fortran_order': False, 'shape': (7,), }"
+        )
+        .unwrap_err()
+        .to_string()
+        .contains("appears 2 times"));
         let p = parse_header("{'descr': '<f4', 'fortran_order': False, 'shape': (7,), }").unwrap();
         assert_eq!(p.shape, vec![7]);
         assert!(
