@@ -2240,3 +2240,50 @@ fn adaptive_placement_equalises_and_more_pieces_never_fit_worse() {
         }
     }
 }
+
+/// The same for relative error with a zero of f inside the range (0 for gelu and silu),
+/// where the piece-by-piece search keeps the zero a breakpoint and grows pieces on each
+/// side of it: more pieces never fit worse, on an independent sweep of the relative error.
+#[test]
+fn relative_placement_with_a_zero_more_pieces_never_fit_worse() {
+    let err = |name: &str, p: usize, d: usize| {
+        let c = case(name);
+        let o = fit_case(
+            name,
+            FitOptions {
+                partitions: p,
+                degree: d,
+                measure: ErrorMeasure::Relative,
+                ..opts()
+            },
+        );
+        assert!(
+            o.table.breakpoints().points_f64().contains(&0.0),
+            "{name} {p}x{d}: 0 is not a breakpoint"
+        );
+        let (lo, hi) = c.2;
+        let n = 1 << 17;
+        (0..=n)
+            .map(|i| (lo + (hi - lo) * i as f64 / n as f64) as f32)
+            .filter_map(|x| {
+                let want = (c.1)(x as f64);
+                (want.abs() >= 1e-30).then(|| ((o.table.eval_f32(x) as f64 - want) / want).abs())
+            })
+            .fold(0.0, f64::max)
+    };
+    for name in ["gelu", "silu"] {
+        for d in 2..=3 {
+            let errs: Vec<f64> = (6..=12).map(|p| err(name, p, d)).collect();
+            for (i, w) in errs.windows(2).enumerate() {
+                assert!(
+                    w[1] <= w[0] * 1.01,
+                    "{name} degree {d} relative: {} pieces {:e}, {} pieces {:e}",
+                    i + 6,
+                    w[0],
+                    i + 7,
+                    w[1]
+                );
+            }
+        }
+    }
+}

@@ -297,6 +297,8 @@ struct Ctx<'a> {
     roots: Vec<(f32, f32)>,
     /// Iterations of adaptive placement.
     adapt_iters: usize,
+    /// Whether the goal is an exact one (correctly rounded results, [`Goal::Exact`]).
+    exact: bool,
     /// Ranges of at most this many f32 values are verified on every one of them
     /// ([`EXHAUSTIVE_F32`], or all with [`FitOptions::verify_every_f32`]).
     exhaustive_limit: u64,
@@ -806,6 +808,7 @@ pub fn fit_function(
         zeros_beside,
         roots,
         adapt_iters: if exact.is_some() { 12 } else { 40 },
+        exact: exact.is_some(),
         exhaustive_limit: if opts.verify_every_f32 {
             u64::MAX
         } else {

@@ -435,13 +435,18 @@ const SPREAD: f64 = 1.05;
 /// 20 fits per piece per step of its search).
 const GREEDY_MAX_P: usize = 512;
 
-/// Whether [`greedy`] may place the breakpoints: not where the pieces must treat zeros
-/// of f specially (relative error with a zero inside the range, which must be a
-/// breakpoint, or beside it, or a root between f32 values): its pieces end wherever the
-/// error allows, and the fit's error estimate there misses the rounding noise beside a
-/// zero (x² on [0.001, 1], 2×3 relative: 7.1e-3 at x = 0.002).
+/// Whether [`greedy`] may place the breakpoints: not where relative error has a zero of f
+/// just beside the range or a root between f32 values: its pieces end wherever the error
+/// estimate allows, and that estimate misses the rounding noise beside a zero (x² on
+/// [0.001, 1], 2×3 relative: 7.1e-3 at x = 0.002). Exact zeros inside the range are
+/// breakpoints of its own, but not for exact goals: the bf16-exact catalogue tables with
+/// such zeros came out mixed (gelu 23 → 21 pieces, silu 63 → 54, elu 12 → 11, but mish
+/// 38 → 41, erf 17 → 20, hardswish 4 → 5), since the smaller largest error of the f64 fit
+/// is not what decides correct rounding.
 fn greedy_applies(ctx: &Ctx) -> bool {
-    interior_zeros(ctx).next().is_none() && ctx.zeros_beside.is_empty() && ctx.roots.is_empty()
+    ctx.zeros_beside.is_empty()
+        && ctx.roots.is_empty()
+        && !(ctx.exact && interior_zeros(ctx).next().is_some())
 }
 
 /// The largest piece error over the smallest (infinite when a piece is exact).
@@ -494,75 +499,86 @@ fn greedy(
         let i = best_pts.partition_point(|&x| x <= a as f64).clamp(1, p) - 1;
         best_pts[i + 1] - best_pts[i]
     };
+    // Exact zeros of f inside the range (relative error) are breakpoints: the pieces grow
+    // within each segment between them.
+    let mut stops: Vec<f32> = interior_zeros(ctx).map(|z| z as f32).collect();
+    stops.sort_by(f32::total_cmp);
+    stops.dedup();
+    stops.push(hi);
     // The points of pieces within e, or None if p pieces do not reach hi.
     let cover = |e: f64| -> Result<Option<Vec<f32>>> {
         let mut pts = vec![lo];
         let mut a = lo;
-        loop {
-            ctx.check()?;
-            if err(a, hi) <= e {
-                pts.push(hi);
-                return Ok(Some(pts));
-            }
-            if pts.len() == p {
-                return Ok(None);
-            }
-            // The last f32 b (to 2^-14 of the piece's width) with err(a, b) <= e: from
-            // the hint, doubled or halved until err crosses e, then bisected.
-            let first = next_up(a);
-            let end = |w: f64| ((a as f64 + w) as f32).clamp(first, hi);
-            let mut w = width_hint(a);
-            let (mut ok, mut bad);
-            let b = end(w);
-            if b < hi && err(a, b) <= e {
-                ok = b;
-                loop {
-                    w *= 2.0;
-                    let b = end(w);
-                    if b >= hi {
-                        bad = hi;
-                        break;
-                    }
-                    if err(a, b) <= e {
-                        ok = b;
-                    } else {
-                        bad = b;
-                        break;
-                    }
-                }
-            } else {
-                bad = b;
-                loop {
-                    w *= 0.5;
-                    let b = end(w);
-                    if b <= first {
-                        if err(a, first) > e {
-                            return Ok(None);
-                        }
-                        ok = first;
-                        break;
-                    }
-                    if err(a, b) <= e {
-                        ok = b;
-                        break;
-                    }
-                    bad = b;
-                }
-            }
-            while bad as f64 - ok as f64 > (ok as f64 - a as f64) * 2f64.powi(-14) {
-                let m = (0.5 * (ok as f64 + bad as f64)) as f32;
-                if m <= ok || m >= bad {
+        for (k, &stop) in stops.iter().enumerate() {
+            loop {
+                ctx.check()?;
+                if err(a, stop) <= e {
+                    pts.push(stop);
+                    a = stop;
                     break;
                 }
-                if err(a, m) <= e {
-                    ok = m;
-                } else {
-                    bad = m;
+                // (each segment left needs a piece)
+                if pts.len() + stops.len() - k > p {
+                    return Ok(None);
                 }
+                // The last f32 b (to 2^-14 of the piece's width) with err(a, b) <= e: from
+                // the hint, doubled or halved until err crosses e, then bisected.
+                let first = next_up(a);
+                let end = |w: f64| ((a as f64 + w) as f32).clamp(first, stop);
+                let mut w = width_hint(a);
+                let (mut ok, mut bad);
+                let b = end(w);
+                if b < stop && err(a, b) <= e {
+                    ok = b;
+                    loop {
+                        w *= 2.0;
+                        let b = end(w);
+                        if b >= stop {
+                            bad = stop;
+                            break;
+                        }
+                        if err(a, b) <= e {
+                            ok = b;
+                        } else {
+                            bad = b;
+                            break;
+                        }
+                    }
+                } else {
+                    bad = b;
+                    loop {
+                        w *= 0.5;
+                        let b = end(w);
+                        if b <= first {
+                            if first >= stop || err(a, first) > e {
+                                return Ok(None);
+                            }
+                            ok = first;
+                            break;
+                        }
+                        if err(a, b) <= e {
+                            ok = b;
+                            break;
+                        }
+                        bad = b;
+                    }
+                }
+                while bad as f64 - ok as f64 > (ok as f64 - a as f64) * 2f64.powi(-14) {
+                    let m = (0.5 * (ok as f64 + bad as f64)) as f32;
+                    if m <= ok || m >= bad {
+                        break;
+                    }
+                    if err(a, m) <= e {
+                        ok = m;
+                    } else {
+                        bad = m;
+                    }
+                }
+                a = ok;
+                pts.push(a);
             }
-            a = ok;
-            pts.push(a);
         }
+        Ok((pts.len() <= p + 1).then_some(pts))
     };
     let mut e_hi = best.max_error();
     let mut e_lo = best
