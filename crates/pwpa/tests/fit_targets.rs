@@ -2199,6 +2199,32 @@ fn exp_tails_at_ends_keep_the_pieces_over_the_whole_range() {
     assert_eq!(wrong, 0, "{wrong} bf16 inputs wrongly rounded");
 }
 
+/// The local-reference case `name` fitted with P adaptive pieces of degree D in `measure`.
+fn fit_pd(name: &str, p: usize, d: usize, measure: ErrorMeasure) -> FitOutcome {
+    let o = FitOptions {
+        partitions: p,
+        degree: d,
+        measure,
+        ..opts()
+    };
+    fit_case(name, o)
+}
+
+/// Asserts that `errs[k]`, the error with `first + k` pieces, never grows (by more than 1 %)
+/// from one piece count to the next.
+fn never_worse(errs: &[f64], first: usize, what: &str) {
+    for (i, w) in errs.windows(2).enumerate() {
+        assert!(
+            w[1] <= w[0] * 1.01,
+            "{what}: {} pieces {:e}, {} pieces {:e}",
+            first + i,
+            w[0],
+            first + i + 1,
+            w[1]
+        );
+    }
+}
+
 /// Adaptive placement equalises the pieces' errors, so one more piece never makes a table
 /// worse. Equidistribution alone stalled symmetric about a breakpoint at 0 for gelu with 8
 /// pieces (8×2: 1.38e-3, worse than 7×2's 1.07e-3; piece errors 6.4e-4 … 1.38e-3), where a
@@ -2209,16 +2235,8 @@ fn exp_tails_at_ends_keep_the_pieces_over_the_whole_range() {
 fn adaptive_placement_equalises_and_more_pieces_never_fit_worse() {
     let err = |name: &str, p: usize, d: usize| {
         let c = case(name);
-        let o = fit_case(
-            name,
-            FitOptions {
-                partitions: p,
-                degree: d,
-                ..opts()
-            },
-        );
-        let (lo, hi) = c.2;
-        max_abs(&o.table, c.1, lo, hi, 1 << 18)
+        let o = fit_pd(name, p, d, ErrorMeasure::Absolute);
+        max_abs(&o.table, c.1, c.2 .0, c.2 .1, 1 << 18)
     };
     let g82 = err("gelu", 8, 2);
     assert!(g82 < 9.695e-4 * 1.01, "gelu 8x2: {g82:e}");
@@ -2227,16 +2245,7 @@ fn adaptive_placement_equalises_and_more_pieces_never_fit_worse() {
     for name in ["gelu", "silu", "elu"] {
         for d in 1..=3 {
             let errs: Vec<f64> = (4..=12).map(|p| err(name, p, d)).collect();
-            for (i, w) in errs.windows(2).enumerate() {
-                assert!(
-                    w[1] <= w[0] * 1.01,
-                    "{name} degree {d}: {} pieces {:e}, {} pieces {:e}",
-                    i + 4,
-                    w[0],
-                    i + 5,
-                    w[1]
-                );
-            }
+            never_worse(&errs, 4, &format!("{name} degree {d}"));
         }
     }
 }
@@ -2248,15 +2257,7 @@ fn adaptive_placement_equalises_and_more_pieces_never_fit_worse() {
 fn relative_placement_with_a_zero_more_pieces_never_fit_worse() {
     let err = |name: &str, p: usize, d: usize| {
         let c = case(name);
-        let o = fit_case(
-            name,
-            FitOptions {
-                partitions: p,
-                degree: d,
-                measure: ErrorMeasure::Relative,
-                ..opts()
-            },
-        );
+        let o = fit_pd(name, p, d, ErrorMeasure::Relative);
         assert!(
             o.table.breakpoints().points_f64().contains(&0.0),
             "{name} {p}x{d}: 0 is not a breakpoint"
@@ -2274,16 +2275,7 @@ fn relative_placement_with_a_zero_more_pieces_never_fit_worse() {
     for name in ["gelu", "silu"] {
         for d in 2..=3 {
             let errs: Vec<f64> = (6..=12).map(|p| err(name, p, d)).collect();
-            for (i, w) in errs.windows(2).enumerate() {
-                assert!(
-                    w[1] <= w[0] * 1.01,
-                    "{name} degree {d} relative: {} pieces {:e}, {} pieces {:e}",
-                    i + 6,
-                    w[0],
-                    i + 7,
-                    w[1]
-                );
-            }
+            never_worse(&errs, 6, &format!("{name} degree {d} relative"));
         }
     }
 }
