@@ -250,12 +250,15 @@ fn draw_all<DB: DrawingBackend>(
         .caption(title, ("sans-serif", 22))
         .margin(10)
         .x_label_area_size(30)
-        .y_label_area_size(70)
+        .y_label_area_size(90)
         .build_cartesian_2d(lo..hi, (ymin - pad)..(ymax + pad))
         .map_err(perr)?;
+    let (x_tick, y_tick) = (tick_format(lo, hi), tick_format(ymin - pad, ymax + pad));
     chart
         .configure_mesh()
         .light_line_style(WHITE.mix(0.0))
+        .x_label_formatter(&x_tick)
+        .y_label_formatter(&y_tick)
         .draw()
         .map_err(perr)?;
     // Breakpoints.
@@ -357,11 +360,12 @@ fn draw_all<DB: DrawingBackend>(
             .caption(caption, ("sans-serif", 18))
             .margin(10)
             .x_label_area_size(30)
-            .y_label_area_size(70)
+            .y_label_area_size(90)
             .build_cartesian_2d(lo..hi, 0.0..emax * 1.05)
             .map_err(perr)?;
         ec.configure_mesh()
             .light_line_style(WHITE.mix(0.0))
+            .x_label_formatter(&x_tick)
             .y_label_formatter(&|v| format!("{v:.1e}"))
             .draw()
             .map_err(perr)?;
@@ -388,4 +392,54 @@ fn draw_all<DB: DrawingBackend>(
     }
     root.present().map_err(perr)?;
     Ok(())
+}
+
+/// Tick labels for an axis over [lo, hi]: as many significant digits as tell ticks about a
+/// tenth of the span apart (at most 9), in scientific notation where the values are large
+/// or small. (plotters' default printed `--range=-1e38,1e38` as 39-digit decimals that
+/// overlapped, and every tick of [1, 1.0000001] as "1.0".)
+fn tick_format(lo: f64, hi: f64) -> impl Fn(&f64) -> String {
+    let mag = lo.abs().max(hi.abs());
+    let step = (hi - lo).abs() / 10.0;
+    let sci = mag.is_finite() && mag > 0.0 && !(1e-3..1e5).contains(&mag);
+    let resolve = if step > 0.0 && step.is_finite() {
+        step.log10().floor() as i32
+    } else {
+        0
+    };
+    // significant digits from the largest value's first digit down to the step's
+    let top = if mag > 0.0 && mag.is_finite() {
+        mag.log10().floor() as i32
+    } else {
+        0
+    };
+    let digits = (top - resolve + 1).clamp(2, 9) as usize;
+    let decimals = (-resolve).clamp(0, 9) as usize;
+    move |v: &f64| {
+        if sci {
+            format!("{:.*e}", digits - 1, v)
+        } else {
+            format!("{v:.decimals$}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tick_format;
+
+    #[test]
+    fn tick_labels_resolve_their_step() {
+        let f = tick_format(-1e38, 1e38);
+        assert_eq!(f(&5e37), "5.0e37");
+        assert_eq!(f(&-1e38), "-1.0e38");
+        let f = tick_format(1.0, 1.0000001);
+        assert_eq!(f(&1.00000005), "1.00000005");
+        let f = tick_format(-8.0, 8.0);
+        assert_eq!(f(&2.0), "2");
+        let f = tick_format(0.0, 0.5);
+        assert_eq!(f(&0.25), "0.25");
+        let f = tick_format(1e-6, 2e-6);
+        assert_eq!(f(&1.5e-6), "1.5e-6");
+    }
 }
