@@ -2447,20 +2447,25 @@ fn interrupted_eval_leaves_no_file(sig: &str) {
 fn samples_csv_header_bom_and_typos() {
     let d = Dir::new();
     let out = d.path("s.json");
+    // one linear piece through the samples of `csv`, then `extra`
+    let fit = |csv: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "fit",
+            "--samples",
+            p(csv),
+            "-P",
+            "1",
+            "-D",
+            "1",
+            "-o",
+            p(&out),
+        ];
+        args.extend_from_slice(extra);
+        pwpa(&args)
+    };
     let csv = d.path("bom.csv");
     std::fs::write(&csv, "\u{feff}x,y\n-4,1\n0,2\n4,3\n").unwrap();
-    let o = pwpa(&[
-        "fit",
-        "--samples",
-        p(&csv),
-        "-P",
-        "1",
-        "-D",
-        "1",
-        "-o",
-        p(&out),
-        "--json",
-    ]);
+    let o = fit(&csv, &["--json"]);
     ok(&o);
     let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(
@@ -2472,33 +2477,13 @@ fn samples_csv_header_bom_and_typos() {
     let typo = d.path("typo.csv");
     std::fs::write(&typo, "1,2x\n2,3\n3,5\n").unwrap();
     fails(
-        &pwpa(&[
-            "fit",
-            "--samples",
-            p(&typo),
-            "-P",
-            "1",
-            "-D",
-            "1",
-            "-o",
-            p(&out),
-        ]),
+        &fit(&typo, &[]),
         &["line 1", "'2x' is not a number"],
         &[&out],
     );
     let tenths = d.path("tenths.csv");
     std::fs::write(&tenths, "0.1,2\n0.2,3\n0.3,5\n").unwrap();
-    let o = pwpa(&[
-        "fit",
-        "--samples",
-        p(&tenths),
-        "-P",
-        "1",
-        "-D",
-        "1",
-        "-o",
-        p(&out),
-    ]);
+    let o = fit(&tenths, &[]);
     ok(&o);
     assert!(!stderr(&o).contains("extends beyond"), "{}", stderr(&o));
 }

@@ -455,26 +455,41 @@ fn spread(pcs: &Pieces) -> f64 {
     pcs.max_error() / min
 }
 
-/// The error of the piece [a, b] as [`fit_pieces`] fits it between arbitrary breakpoints
-/// (midpoint or zero anchor, continuity pins at interior ends); NaN counts as infinite.
-fn piece_error(ctx: &Ctx, a: f32, b: f32, d: usize) -> f64 {
-    let (a64, b64) = (a as f64, b as f64);
-    let zero = zero_anchor(ctx, a64, b64);
-    let spec = PieceSpec {
-        a: a64,
-        b: b64,
-        anchor: zero.map_or((0.5 * (a64 + b64)) as f32 as f64, |z| z.0),
+/// The piece [a, b] between arbitrary breakpoints: anchored at a zero of f it holds or
+/// touches ([`zero_anchor`]), else at its midpoint in f32; no continuity pins.
+fn midpoint_spec(ctx: &Ctx, a: f64, b: f64) -> PieceSpec {
+    let zero = zero_anchor(ctx, a, b);
+    PieceSpec {
+        a,
+        b,
+        anchor: zero.map_or((0.5 * (a + b)) as f32 as f64, |z| z.0),
         zero_anchored: zero.is_some(),
         anchor_value: zero.map_or(0.0, |z| z.1),
-        pin_left: (ctx.continuous && a > ctx.lo).then_some(a64),
-        pin_right: (ctx.continuous && b < ctx.hi).then_some(b64),
-    };
+        pin_left: None,
+        pin_right: None,
+    }
+}
+
+/// The fitted error of `spec` ([`fit_beside_zero`]); NaN counts as infinite.
+fn spec_error(ctx: &Ctx, spec: PieceSpec, d: usize) -> f64 {
     let e = fit_beside_zero(ctx, spec, d).1.error;
     if e.is_nan() {
         f64::INFINITY
     } else {
         e
     }
+}
+
+/// The error of the piece [a, b] as [`fit_pieces`] fits it between arbitrary breakpoints
+/// (midpoint or zero anchor, continuity pins at interior ends); NaN counts as infinite.
+fn piece_error(ctx: &Ctx, a: f32, b: f32, d: usize) -> f64 {
+    let (a64, b64) = (a as f64, b as f64);
+    let spec = PieceSpec {
+        pin_left: (ctx.continuous && a > ctx.lo).then_some(a64),
+        pin_right: (ctx.continuous && b < ctx.hi).then_some(b64),
+        ..midpoint_spec(ctx, a64, b64)
+    };
+    spec_error(ctx, spec, d)
 }
 
 /// Breakpoints for the smallest error E at which pieces grown one after another from the
@@ -611,12 +626,14 @@ fn greedy(
     let Some(mut pts) = found else {
         return Ok(None);
     };
-    // Fewer than p pieces reached hi: the worst ones are split at their midpoints.
+    // Fewer than p pieces reached hi: the worst ones are split at their midpoints (each
+    // piece's error fitted once; the two halves of a split refitted).
+    let mut errs: Vec<f64> = pts.windows(2).map(|w| err(w[0], w[1])).collect();
     while pts.len() < p + 1 {
         ctx.check()?;
-        let worst = (0..pts.len() - 1)
+        let worst = (0..errs.len())
             .filter(|&i| next_up(pts[i]) < pts[i + 1])
-            .max_by(|&i, &j| err(pts[i], pts[i + 1]).total_cmp(&err(pts[j], pts[j + 1])));
+            .max_by(|&i, &j| errs[i].total_cmp(&errs[j]));
         let Some(i) = worst else {
             return Ok(None);
         };
@@ -627,6 +644,7 @@ fn greedy(
             next_up(pts[i])
         };
         pts.insert(i + 1, m);
+        errs.splice(i..=i, [err(pts[i], m), err(m, pts[i + 2])]);
     }
     let pcs = fit_pieces(ctx, Breakpoints::arbitrary(pts)?, d);
     ctx.check()?;
@@ -638,24 +656,7 @@ fn greedy(
 /// range on, until there are p pieces (or no piece can be split into two f32 intervals).
 /// A piece that must shrink by many orders of magnitude is split as often as it takes.
 fn split_points(ctx: &Ctx, p: usize, d: usize) -> Result<Vec<f64>> {
-    let err = |a: f64, b: f64| -> f64 {
-        let zero = zero_anchor(ctx, a, b);
-        let spec = PieceSpec {
-            a,
-            b,
-            anchor: zero.map_or((0.5 * (a + b)) as f32 as f64, |z| z.0),
-            zero_anchored: zero.is_some(),
-            anchor_value: zero.map_or(0.0, |z| z.1),
-            pin_left: None,
-            pin_right: None,
-        };
-        let e = fit_beside_zero(ctx, spec, d).1.error;
-        if e.is_nan() {
-            f64::INFINITY
-        } else {
-            e
-        }
-    };
+    let err = |a: f64, b: f64| spec_error(ctx, midpoint_spec(ctx, a, b), d);
     let (lo, hi) = (ctx.lo as f64, ctx.hi as f64);
     // (a, b, error); error -1: cannot be split.
     let mut pieces = vec![(lo, hi, err(lo, hi))];
