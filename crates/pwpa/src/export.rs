@@ -602,6 +602,27 @@ pub fn memh(table: &Table, source: &str) -> String {
 // with fused multiply-adds like a piece, then pwpa's exp2 recipe, docs/FORMAT.md).
 ",
     );
+    if [table.left_tail(), table.right_tail()]
+        .iter()
+        .any(|t| matches!(t, Tail::Exp2 { .. }))
+    {
+        // the recipe itself, so that an RTL flow needs nothing beyond this file
+        let _ = writeln!(
+            s,
+            "// pwpa's exp2 recipe exp2_f32(p), in f32, each step rounded once: p NaN -> NaN;
+// p >= 128 -> +Inf; p < -150 -> +0; n = p rounded to nearest, ties to even; f = p - n;
+// r = Horner with fused multiply-adds over these binary32 constants, highest power first:
+//   {}
+// then with R = r's bits as a 32-bit integer (sums modulo 2^32): n > 127 -> bits
+// R + (127 << 23), times 2; -125 <= n <= 127 -> bits R + (n << 23); n < -125 -> bits
+// R + ((n + 64) << 23), times 2^-64.",
+            EXP2_POLY_BITS
+                .iter()
+                .map(|c| format!("{c:08x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
     let _ = writeln!(
         s,
         "// Memory map (word addresses in hex, sizes in words): header @{:x} (8), breakpoints @{:x} ({}), anchors @{:x} ({}), \

@@ -387,6 +387,22 @@ fn memh_image_holds_the_table() {
                 }
             }
         }
+        // An exp2 tail's recipe constants are in the image's comments (they were only in
+        // docs/FORMAT.md), as FORMAT.md gives them; no exp2 tail, no recipe.
+        let exp2 = [t.left_tail(), t.right_tail()]
+            .iter()
+            .any(|t| matches!(t, Tail::Exp2 { .. }));
+        let text = memh(&t, "x");
+        assert_eq!(
+            text.contains("// r = Horner with fused multiply-adds over these binary32 constants"),
+            exp2
+        );
+        assert_eq!(
+            text.contains(
+                "377fe5fe 39218489 3aaec3ff 3c1d955b 3d635847 3e75fdf0 3f317218 3f800000"
+            ),
+            exp2
+        );
     }
 }
 
