@@ -2,8 +2,10 @@
 
 use std::path::PathBuf;
 
-/// Errors of table construction, validation, I/O, fitting and evaluation.
+/// Errors of table construction, validation, I/O, fitting and evaluation. Non-exhaustive:
+/// a later version may add variants, so a `match` needs a `_` arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// P = 0.
     #[error("a table needs at least one partition (got 0)")]

@@ -230,8 +230,9 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
             if let (Some(a), Some(b)) = (lo_w, hi_w) {
                 if a < b && lo >= hi {
                     return Err(Error::Format(format!(
-                        "breakpoints: lo = {a:e} and hi = {b:e} are one value in f32 ({lo:e}), \
-                         which a table's breakpoints are; use a range f32 can tell apart"
+                        "breakpoints: lo = {a:e} and hi = {b:e} are one value in f32 ({}), \
+                         which a table's breakpoints are; use a range f32 can tell apart",
+                        crate::metrics::Num(lo as f64)
                     )));
                 }
             }

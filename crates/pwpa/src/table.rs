@@ -127,7 +127,8 @@ impl Breakpoints {
                 for (what, v) in [("lo", *lo), ("hi", *hi)] {
                     if !v.is_finite() {
                         return Err(Error::InvalidArgument(format!(
-                            "uniform breakpoints: {what} = {v} is not finite"
+                            "uniform breakpoints: {what} = {} is not finite",
+                            crate::metrics::Num(v as f64)
                         )));
                     }
                 }
@@ -140,7 +141,9 @@ impl Breakpoints {
                 let inv = self.inv_step();
                 if !inv.is_finite() || inv <= 0.0 {
                     return Err(Error::InvalidArgument(format!(
-                        "uniform grid [{lo}, {hi}] with {partitions} partitions has a step too small for f32"
+                        "uniform grid [{}, {}] with {partitions} partitions has a step too small for f32",
+                        crate::metrics::Num(*lo as f64),
+                        crate::metrics::Num(*hi as f64)
                     )));
                 }
                 Ok(())
@@ -512,6 +515,9 @@ pub fn soa_to_aos(soa: &[f32], partitions: usize, degree: usize) -> Result<Vec<f
 }
 
 fn check_count(found: usize, partitions: usize, degree: usize) -> Result<()> {
+    if partitions == 0 {
+        return Err(Error::ZeroPartitions);
+    }
     let Some(expected) = degree
         .checked_add(1)
         .and_then(|n| partitions.checked_mul(n))
@@ -952,6 +958,10 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("more coefficients than memory"));
+        // P = 0 is no table (it converted an empty slice).
+        for r in [aos_to_soa(&[], 0, 3), soa_to_aos(&[], 0, 3)] {
+            assert!(matches!(r, Err(Error::ZeroPartitions)), "{r:?}");
+        }
     }
 
     /// The GPU's exp2 (`exp2_two_scale`) against the CPU recipe: every f32 in a

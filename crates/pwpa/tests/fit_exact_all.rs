@@ -41,7 +41,8 @@ fn exact_survey() {
             match r {
                 Ok(o) => {
                     // Independent re-check of the in-range claim.
-                    let s = sweep16(&o.table, &f, dt, Some((c.2 .0 as f32, c.2 .1 as f32)));
+                    let s =
+                        sweep16(&o.table, &f, dt, Some((c.2 .0 as f32, c.2 .1 as f32))).unwrap();
                     assert_eq!(s.correct, s.inputs, "{}", c.0);
                     println!(
                         "| {} | [{}, {}] | {dt} | {d} | {} | {} | {}/{} | {:.5} %, {} ULP | {el:.1} s |",

@@ -99,7 +99,7 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// Short name (`portable`, `avx2`).
+    /// Short name (`portable`, `avx2`, `avx512`).
     pub fn name(self) -> &'static str {
         match self {
             Backend::Portable => "portable",

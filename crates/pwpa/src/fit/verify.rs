@@ -178,14 +178,22 @@ pub(crate) fn sweep_refs(table: &Table, dtype: DType, refs: &[(f32, u16)]) -> Sw
 
 /// Exhaustive sweep of `table` against `f` over every finite input of `dtype`
 /// (F16 or BF16), or only those in `range` when given (−0 and +0 are two inputs).
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for F32, which has too many
+/// inputs to sweep this way.
 pub fn sweep16(
     table: &Table,
     f: &(dyn Fn(f64) -> f64 + Sync),
     dtype: DType,
     range: Option<(f32, f32)>,
-) -> Sweep {
+) -> crate::Result<Sweep> {
+    if !matches!(dtype, DType::F16 | DType::BF16) {
+        return Err(crate::Error::InvalidArgument(format!(
+            "sweep16 sweeps the 16-bit types f16 and bf16, not {}",
+            dtype.name()
+        )));
+    }
     let refs = references(dtype, range, f);
-    sweep_refs(table, dtype, &refs)
+    Ok(sweep_refs(table, dtype, &refs))
 }
 
 #[cfg(test)]
@@ -211,7 +219,7 @@ mod tests {
         let zero = Tail::Constant { value: 0.0 };
         let bp = Breakpoints::uniform(-1.0, 1.0, 1).unwrap();
         let t = Table::new(bp, 2, vec![0.0], vec![-1.0, 0.0, 0.0], zero.clone(), zero).unwrap();
-        let s = sweep16(&t, &|x| -x * x, DType::BF16, Some((-1.0, 1.0)));
+        let s = sweep16(&t, &|x| -x * x, DType::BF16, Some((-1.0, 1.0))).unwrap();
         let n = (0..=u16::MAX)
             .filter(|&b| bf16::from_bits(b).to_f32().abs() <= 1.0)
             .count() as u64;
@@ -219,7 +227,10 @@ mod tests {
         assert_eq!(s.correct, s.inputs);
         assert_eq!(s.zero_sign, 2);
         // [0, 1] holds both zeros too (−0 ≥ 0).
-        let s = sweep16(&t, &|x| -x * x, DType::BF16, Some((0.0, 1.0)));
+        let s = sweep16(&t, &|x| -x * x, DType::BF16, Some((0.0, 1.0))).unwrap();
+        // f32 is no 16-bit type (it was swept as f16, silently).
+        let e = sweep16(&t, &|x| -x * x, DType::F32, None).unwrap_err();
+        assert!(e.to_string().contains("not f32"), "{e}");
         assert_eq!((s.inputs, s.zero_sign), (0x3F80 + 2, 2));
     }
 }
