@@ -11,8 +11,9 @@ use crate::commands::{check_output_dir, load_table};
 /// Export format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
-    /// C header: the table as uint32_t arrays of f32 bits and `NAME_eval(float)`, bit-exact
-    /// with pwpa's evaluators (a reference model for C, or for RTL through DPI-C).
+    /// C header: the table as uint32_t arrays of f32 bits, `NAME_eval(float)` and
+    /// `NAME_eval_bf16`/`NAME_eval_f16(uint16_t)`, bit-exact with pwpa's evaluators (a
+    /// reference model for C, or for RTL through DPI-C).
     C,
     /// Verilog `$readmemh` image: one 32-bit word per line, a documented memory map.
     Memh,

@@ -50,7 +50,11 @@ pub fn check_name(name: &str) -> Result<()> {
 }
 
 /// The helpers every header shares (defined once under `PWPA_COMMON_DEFINED`).
-const SHARED_SYMBOLS: [&str; 7] = [
+const SHARED_SYMBOLS: [&str; 11] = [
+    "pwpa_bf16_to_f32",
+    "pwpa_f16_to_f32",
+    "pwpa_f32_to_bf16",
+    "pwpa_f32_to_f16",
     "pwpa_bits",
     "pwpa_exp2_poly",
     "pwpa_exp2f",
@@ -61,10 +65,12 @@ const SHARED_SYMBOLS: [&str; 7] = [
 ];
 
 /// The lowercase symbols a header defines for `name` besides the shared helpers.
-const NAME_SUFFIXES: [&str; 9] = [
+const NAME_SUFFIXES: [&str; 11] = [
     "_piece",
     "_eval_raw",
     "_eval",
+    "_eval_bf16",
+    "_eval_f16",
     "_coeffs",
     "_breakpoints",
     "_anchors",
@@ -387,6 +393,49 @@ static inline int pwpa_fp_env_ok(void) {
            pwpa_bits(near_neg) == 0xbf800001u;
 }
 #endif /* PWPA_COMMON_DEFINED */
+/* Its own guard: headers from pwpa versions before it define PWPA_COMMON_DEFINED without it. */
+#ifndef PWPA_CONVERT16_DEFINED
+#define PWPA_CONVERT16_DEFINED
+/* bf16 and f16 (IEEE binary16) as pwpa converts them: widening is exact; narrowing rounds
+ * to nearest, ties to even (overflow to Inf, f16 subnormals kept), a NaN becomes the
+ * canonical quiet NaN (bf16 0x7fc0, f16 0x7e00); integer arithmetic only. */
+static inline float pwpa_bf16_to_f32(uint16_t h) {
+    return pwpa_f32(PWPA_CAST(uint32_t, h) << 16);
+}
+static inline uint16_t pwpa_f32_to_bf16(float v) {
+    uint32_t b = pwpa_bits(v);
+    if (pwpa_isnan(v)) return 0x7fc0u;
+    b += 0x7fffu + ((b >> 16) & 1u);
+    return PWPA_CAST(uint16_t, b >> 16);
+}
+static inline float pwpa_f16_to_f32(uint16_t h) {
+    uint32_t sign = PWPA_CAST(uint32_t, h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1fu) return pwpa_f32(sign | 0x7f800000u | (m << 13));
+    if (e != 0u) return pwpa_f32(sign | ((e + 112u) << 23) | (m << 13));
+    /* zero or subnormal: m 2^-24, exact in f32 */
+    return pwpa_f32(sign | pwpa_bits(PWPA_CAST(float, m) * pwpa_f32(0x33800000u)));
+}
+static inline uint16_t pwpa_f32_to_f16(float v) {
+    uint32_t b = pwpa_bits(v), a = b & 0x7fffffffu;
+    uint16_t sign = PWPA_CAST(uint16_t, (b >> 16) & 0x8000u);
+    if (a > 0x7f800000u) return 0x7e00u;
+    if (a >= 0x477ff000u) return PWPA_CAST(uint16_t, sign | 0x7c00u); /* 65520 and up: Inf */
+    if (a >= 0x38800000u) { /* normal: 2^-14 and up */
+        uint32_t m = a - 0x38000000u;
+        m += 0xfffu + ((m >> 13) & 1u);
+        return PWPA_CAST(uint16_t, sign | (m >> 13));
+    }
+    uint32_t e = a >> 23;
+    if (e < 102u) return sign; /* below 2^-25: 0 */
+    { /* subnormal: the 24-bit significand shifted to units of 2^-24 */
+        uint32_t mant = (a & 0x7fffffu) | 0x800000u, sh = 126u - e;
+        uint32_t r = mant >> sh, rem = mant & ((1u << sh) - 1u), half = 1u << (sh - 1u);
+        if (rem > half || (rem == half && (r & 1u))) r += 1u;
+        return PWPA_CAST(uint16_t, sign | r);
+    }
+}
+#endif /* PWPA_CONVERT16_DEFINED */
 
 ",
     );
@@ -487,6 +536,16 @@ static inline int pwpa_fp_env_ok(void) {
          static inline float {name}_eval(float x) {{\n    \
          float r = {name}_eval_raw(x);\n    \
          return pwpa_isnan(r) ? pwpa_f32(0x7fc00000u) : r;\n}}\n"
+    );
+    let _ = writeln!(
+        h,
+        "/* The table for a bf16 or f16 input (bits), with a result of the same type: the input\n \
+         * widened exactly, {name}_eval in f32, one rounding to nearest-even at the end, as\n \
+         * pwpa evaluates 16-bit arrays. */\n\
+         static inline uint16_t {name}_eval_bf16(uint16_t x) {{\n    \
+         return pwpa_f32_to_bf16({name}_eval(pwpa_bf16_to_f32(x)));\n}}\n\
+         static inline uint16_t {name}_eval_f16(uint16_t x) {{\n    \
+         return pwpa_f32_to_f16({name}_eval(pwpa_f16_to_f32(x)));\n}}\n"
     );
     let _ = writeln!(
         h,

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use pwpa::export::{c_header, mem_map, memh, tail_code};
 use pwpa::fit::{fit, FitOptions, Goal};
-use pwpa::{Breakpoints, DType, Table, Tail, Target};
+use pwpa::{bf16, f16, Breakpoints, DType, Element, Table, Tail, Target};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -222,12 +222,44 @@ fn c_header_equals_oracle() {
     // Names that differ only in case are different tables.
     std::fs::write(dir.join("T0.h"), c_header(&tables[1], "T0", "x").unwrap()).unwrap();
     driver.push_str("#include \"T0.h\"\n");
+    // `driver K IN OUT b|h` evaluates table K's 16-bit entry point (bf16 or f16) on the
+    // uint16s of IN; `driver c IN OUT` narrows the f32s of IN to bf16 and f16.
     driver.push_str(
         "int main(int argc, char **argv) {
-    if (argc != 4) return 2;
-    int k = atoi(argv[1]);
+    if (argc != 4 && argc != 5) return 2;
     FILE *in = fopen(argv[2], \"rb\"), *out = fopen(argv[3], \"wb\");
     if (!in || !out) return 3;
+    if (argv[1][0] == 'c') {
+        float v;
+        while (fread(&v, sizeof v, 1, in) == 1) {
+            uint16_t r[2] = {pwpa_f32_to_bf16(v), pwpa_f32_to_f16(v)};
+            fwrite(r, sizeof r, 1, out);
+        }
+        fclose(in);
+        return fclose(out) != 0;
+    }
+    int k = atoi(argv[1]);
+    if (argc == 5) {
+        int bf = argv[4][0] == 'b';
+        uint16_t h;
+        while (fread(&h, sizeof h, 1, in) == 1) {
+            uint16_t r;
+            switch (k) {
+",
+    );
+    for k in 0..tables.len() {
+        driver.push_str(&format!(
+            "            case {k}: r = bf ? t{k}_eval_bf16(h) : t{k}_eval_f16(h); break;\n"
+        ));
+    }
+    driver.push_str(
+        "            default: return 4;
+            }
+            fwrite(&r, sizeof r, 1, out);
+        }
+        fclose(in);
+        return fclose(out) != 0;
+    }
     float x;
     while (fread(&x, sizeof x, 1, in) == 1) {
         float y;
@@ -310,9 +342,104 @@ fn c_header_equals_oracle() {
             }
         }
     }
+    // The 16-bit entry points on every bf16 and f16 input, against pwpa's 16-bit
+    // evaluation (the plain build).
+    let all16: Vec<u8> = (0..=u16::MAX).flat_map(|h| h.to_le_bytes()).collect();
+    let inp = dir.join("in16");
+    std::fs::write(&inp, &all16).unwrap();
+    let run16 = |k: usize, mode: &str| -> Vec<u16> {
+        let outp = dir.join("out16");
+        let st = Command::new(&builds[0])
+            .args([k.to_string().as_str()])
+            .arg(&inp)
+            .arg(&outp)
+            .arg(mode)
+            .status()
+            .unwrap();
+        assert!(st.success(), "driver failed on table {k} ({mode})");
+        std::fs::read(&outp)
+            .unwrap()
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect()
+    };
+    for (k, t) in tables.iter().enumerate() {
+        let (b, h) = (run16(k, "b"), run16(k, "h"));
+        for x in 0..=u16::MAX {
+            let wb: bf16 = t.eval(bf16::from_bits(x));
+            let wh: f16 = t.eval(f16::from_bits(x));
+            assert_eq!(
+                b[x as usize],
+                wb.to_bits(),
+                "table {k}, bf16 input {x:#06x}"
+            );
+            assert_eq!(h[x as usize], wh.to_bits(), "table {k}, f16 input {x:#06x}");
+            checked += 2;
+        }
+    }
+    // The narrowing helpers against pwpa's, on random bit patterns and the edges of f16's
+    // and bf16's ranges (rounding ties, overflow, subnormals, NaN).
+    let mut xs: Vec<f32> = (0..200_000).map(|_| f32::from_bits(rng.random())).collect();
+    for edge in [
+        65504.0f32,
+        65519.99,
+        65520.0,
+        65536.0,
+        6.1035156e-5,
+        5.9604645e-8,
+        2.9802322e-8,
+        2.9802326e-8,
+        8.940697e-8,
+        3.3895314e38,
+        3.4028235e38,
+        0.0,
+        1.0,
+        1.0009766,
+    ] {
+        let b = edge.to_bits();
+        for d in 0..64u32 {
+            for v in [b.wrapping_add(d), b.wrapping_sub(d)] {
+                xs.push(f32::from_bits(v));
+                xs.push(-f32::from_bits(v));
+            }
+        }
+    }
+    xs.extend([
+        f32::NAN,
+        -f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::from_bits(0x7f80_0001),
+    ]);
+    let bytes: Vec<u8> = xs.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let (inp, outp) = (dir.join("inc"), dir.join("outc"));
+    std::fs::write(&inp, bytes).unwrap();
+    let st = Command::new(&builds[0])
+        .arg("c")
+        .arg(&inp)
+        .arg(&outp)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let got: Vec<u16> = std::fs::read(&outp)
+        .unwrap()
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    for (i, &x) in xs.iter().enumerate() {
+        let (wb, wh) = (
+            <bf16 as Element>::from_f32(x).to_bits(),
+            <f16 as Element>::from_f32(x).to_bits(),
+        );
+        assert_eq!(got[2 * i], wb, "bf16 of {x:e} ({:#010x})", x.to_bits());
+        assert_eq!(got[2 * i + 1], wh, "f16 of {x:e} ({:#010x})", x.to_bits());
+    }
     let _ = std::fs::remove_dir_all(&dir);
-    // 54 tables, ~5,000+ inputs each, two builds.
-    assert!(checked > 2 * 54 * 5000, "only {checked} values checked");
+    // 54 tables, ~5,000+ inputs each, two builds; every 16-bit input of each.
+    assert!(
+        checked > 2 * 54 * 5000 + 54 * 2 * 65536,
+        "only {checked} values checked"
+    );
 }
 
 /// Parses a `$readmemh` image into words by address.

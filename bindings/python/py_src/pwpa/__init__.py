@@ -367,8 +367,8 @@ class Table:
 
     def export(self, path: Union[str, os.PathLike], format: Optional[str] = None, name: Optional[str] = None) -> None:
         """Writes the table for C or RTL, atomically (``pwpa export``): ``format="c"`` a C
-        header with the table as f32 bit patterns and ``NAME_eval(float)``, bit-exact with
-        pwpa's evaluators; ``"memh"`` a Verilog ``$readmemh`` image (docs/FORMAT.md). The
+        header with the table as f32 bit patterns, ``NAME_eval(float)`` and
+        ``NAME_eval_bf16``/``NAME_eval_f16(uint16_t)``, bit-exact with pwpa's evaluators; ``"memh"`` a Verilog ``$readmemh`` image (docs/FORMAT.md). The
         format defaults from the extension (.h; .mem, .memh, .hex); ``name`` (C only)
         defaults to the file's stem made into a C identifier."""
         func = self.meta.get("function")
