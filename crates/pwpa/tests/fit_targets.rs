@@ -890,6 +890,29 @@ fn progress_fires_during_searches() {
     )
     .unwrap();
     assert!(count.load(std::sync::atomic::Ordering::Relaxed) >= 3);
+    // A search that starts again with a narrower goal (gelu on [1, 4] at 2.959e-7: the
+    // check of every f32 input finds more than the sweep) keeps the fraction it reached.
+    let seen = std::sync::Mutex::new(Vec::new());
+    let o = fit_report(
+        &Target::parse("gelu").unwrap(),
+        &FitOptions {
+            range: Some((1.0, 4.0)),
+            goal: Goal::MaxError {
+                error: 2.959e-7,
+                vary_degree: false,
+            },
+            ..opts()
+        },
+        &|p| seen.lock().unwrap().push(p.fraction),
+    )
+    .unwrap();
+    assert!(o.verified_error <= 2.959e-7);
+    let seen = seen.into_inner().unwrap();
+    assert!(seen.len() >= 3);
+    assert!(
+        seen.windows(2).all(|w| w[1] >= w[0]),
+        "progress went back: {seen:?}"
+    );
 }
 
 #[test]

@@ -612,8 +612,26 @@ fn check_finite(name: &str, f: &(dyn Fn(f64) -> f64 + Sync), lo: f64, hi: f64) -
     Ok(())
 }
 
-/// Fits a table for any f64 function (the generic core behind [`fit`]).
+/// Fits a table for any f64 function (the generic core behind [`fit`]). `progress` sees
+/// fractions that never decrease (a max_error search that starts again with a narrower
+/// goal keeps the fraction it had reached; a Rust user's audit saw it go back).
 pub fn fit_function(
+    func: &FitFunction<'_>,
+    opts: &FitOptions,
+    progress: &dyn Fn(Progress),
+) -> Result<FitOutcome> {
+    let reached = std::cell::Cell::new(0.0f64);
+    let monotone = |p: Progress| {
+        reached.set(reached.get().max(p.fraction));
+        progress(Progress {
+            fraction: reached.get(),
+            message: p.message,
+        })
+    };
+    fit_function_inner(func, opts, &monotone)
+}
+
+fn fit_function_inner(
     func: &FitFunction<'_>,
     opts: &FitOptions,
     progress: &dyn Fn(Progress),
