@@ -182,6 +182,24 @@ def test_torch_compile_fullgraph_forward_and_backward(sigmoid_table):
         torch.testing.assert_close(a, b)
 
 
+def test_fresh_tables_as_arguments_of_a_compiled_function_do_not_hit_the_recompile_limit():
+    # A table straight from pwpa.fit had no handle yet; torch.compile guarded on the type
+    # of table._handle, so each new table recompiled, and fullgraph=True failed at the 9th
+    # (recompile_limit 8; an ML user's audit, 2026-11-29). PYTHON.md promises one
+    # recompile: the handle becomes a dynamic int.
+    torch._dynamo.reset()
+    x = torch.linspace(-3, 3, 11)
+    f = torch.compile(lambda v, tab: pt.pwpa_eval(v, tab), fullgraph=True, backend="eager")
+    g = torch.compile(lambda v, tab: tab(v) * 2, fullgraph=True, backend="eager")
+    for p in range(2, 14):
+        tab = pwpa.fit("gelu", partitions=p, degree=1)
+        assert torch.equal(f(x, tab), tab(x)), p
+        assert torch.equal(g(x, tab), tab(x) * 2), p
+    for p in range(2, 14):
+        tab = pwpa.Table.from_json(pwpa.fit("silu", partitions=p, degree=1).to_json())
+        assert torch.equal(f(x, tab), tab(x)), p
+
+
 def test_torch_compile_inductor(random_table):
     torch._dynamo.reset()
     act = pt.PwPA(random_table)

@@ -583,3 +583,24 @@ def test_replacements_keep_the_models_mode():
     layer = nn.TransformerEncoderLayer(8, 2, 16, activation="gelu", batch_first=True).eval()
     pt.replace_activations(layer, {nn.GELU: t})
     assert isinstance(layer.activation, pt.PwPA) and not layer.activation.training
+
+
+# ---- session 38: an ML user's audit --------------------------------------------------------
+
+
+def test_table_arrays_are_read_only():
+    # They are fresh copies: writing into one changed nothing, silently.
+    t = pwpa.fit("gelu", partitions=16, degree=3)
+    x = np.linspace(-4, 4, 101, dtype=np.float32)
+    before = t(x)
+    for name in ("coeffs", "breakpoints", "anchors"):
+        a = getattr(t, name)
+        assert not a.flags.writeable, name
+        with pytest.raises(ValueError, match="read-only"):
+            a[0] = 99.0
+    # an edited copy builds a changed table
+    c = t.coeffs.copy()
+    c[:, -1] += 1.0
+    u = pwpa.Table(t.breakpoints, c, anchors=t.anchors)
+    assert np.array_equal(t(x), before)
+    assert not np.array_equal(u(x), before)

@@ -98,6 +98,13 @@ def _degree(degree: Any, coeffs: np.ndarray) -> int:
     return int(degree)
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """`a` made read-only: a table's arrays are fresh copies, and writing into one silently
+    changed nothing (an ML user's audit, 2026-11-29); now it raises ValueError."""
+    a.flags.writeable = False
+    return a
+
+
 def _content_handle(doc: dict) -> int:
     body = {k: v for k, v in doc.items() if k != "meta"}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
@@ -109,6 +116,8 @@ def _content_handle(doc: dict) -> int:
 # table loaded before an exported program runs is found without touching its handle).
 _UNHASHED: "list[weakref.ref[Table]]" = []
 _UNHASHED_LIMIT = 1024  # pruned of dead and hashed tables when it reaches this length
+# Tables with at most this many coefficients get their handle when they are made.
+_EAGER_HANDLE = 1 << 16
 
 
 def _forget(handle: int) -> "Callable[[weakref.ref[Table]], None]":
@@ -320,12 +329,20 @@ class Table:
         self._native = native
         self._deriv = None
         self._handle = None
+        self._meta_cache = None
+        # The handle of a table of up to _EAGER_HANDLE coefficients is computed now (about
+        # 1 ms per 1,000 pieces of degree 3): torch.compile guards on the type of
+        # `table._handle`, so a table passed to a compiled function with its handle still
+        # None recompiled the function for every new table, and fullgraph=True failed at
+        # the recompile limit (an ML user's audit, 2026-11-29). Larger tables hash lazily.
+        if native.partitions * (native.degree + 1) <= _EAGER_HANDLE:
+            self.handle
+            return
         global _UNHASHED_LIMIT
         if len(_UNHASHED) >= _UNHASHED_LIMIT:
             _UNHASHED[:] = [r for r in _UNHASHED if (u := r()) is not None and u._handle is None]
             _UNHASHED_LIMIT = max(1024, 2 * len(_UNHASHED))
         _UNHASHED.append(weakref.ref(self))
-        self._meta_cache = None
 
     @classmethod
     def _wrap(cls, native: "_native.Table") -> "Table":
@@ -454,8 +471,9 @@ class Table:
 
     @property
     def breakpoints(self) -> np.ndarray:
-        """The P+1 breakpoints (float64; nominal positions for a uniform grid)."""
-        return np.asarray(self._native.points, dtype=np.float64)
+        """The P+1 breakpoints (float64; nominal positions for a uniform grid), read-only:
+        tables are immutable (``pwpa.Table(breakpoints, coeffs, anchors=...)`` builds a changed one)."""
+        return _read_only(np.asarray(self._native.points, dtype=np.float64))
 
     @property
     def range(self) -> Tuple[float, float]:
@@ -465,13 +483,16 @@ class Table:
 
     @property
     def coeffs(self) -> np.ndarray:
-        """Coefficients (P, D+1) float32, highest power first, in ``t = x - anchor``."""
-        return np.asarray(self._native.coeffs, dtype=np.float32).reshape(self.partitions, self.degree + 1)
+        """Coefficients (P, D+1) float32, highest power first, in ``t = x - anchor``;
+        read-only (``.copy()`` gives an editable array for ``pwpa.Table(...)``)."""
+        return _read_only(
+            np.asarray(self._native.coeffs, dtype=np.float32).reshape(self.partitions, self.degree + 1)
+        )
 
     @property
     def anchors(self) -> np.ndarray:
-        """One anchor per partition (float32)."""
-        return np.asarray(self._native.anchors, dtype=np.float32)
+        """One anchor per partition (float32), read-only."""
+        return _read_only(np.asarray(self._native.anchors, dtype=np.float32))
 
     @property
     def left_tail(self) -> dict:
