@@ -176,14 +176,13 @@ use pwpa::Tail;
 /// a range too large to check on every input carries a warning; a comfortable one not.
 #[test]
 fn max_error_near_the_floor_finds_the_small_table_and_warns_on_a_thin_margin() {
-    let target = Target::parse("(x-0.1)*(x-0.3)*(x-0.7)").unwrap();
-    let f = |x: f64| (x - 0.1) * (x - 0.3) * (x - 0.7);
-    for goal in [2.2e-7, 2.5e-7] {
-        let o = fit_report(
-            &target,
+    // A relative max_error fit of `expr` at degree D on `range` (the default if None).
+    let rel_fit = |expr: &str, range: Option<(f64, f64)>, degree: usize, goal: f64| {
+        fit_report(
+            &Target::parse(expr).unwrap(),
             &FitOptions {
-                range: Some((0.0, 1.0)),
-                degree: 3,
+                range,
+                degree,
                 measure: ErrorMeasure::Relative,
                 goal: Goal::MaxError {
                     error: goal,
@@ -193,7 +192,11 @@ fn max_error_near_the_floor_finds_the_small_table_and_warns_on_a_thin_margin() {
             },
             &|_| {},
         )
-        .unwrap_or_else(|e| panic!("{goal:e}: {e}"));
+        .unwrap_or_else(|e| panic!("{expr} {goal:e}: {e}"))
+    };
+    let f = |x: f64| (x - 0.1) * (x - 0.3) * (x - 0.7);
+    for goal in [2.2e-7, 2.5e-7] {
+        let o = rel_fit("(x-0.1)*(x-0.3)*(x-0.7)", Some((0.0, 1.0)), 3, goal);
         assert!(o.partitions <= 6, "{goal:e}: {} pieces", o.partitions);
         let mut worst = 0f64;
         for (a, b) in [(0.25f32, 1.0f32), (0.09, 0.11)] {
@@ -207,22 +210,7 @@ fn max_error_near_the_floor_finds_the_small_table_and_warns_on_a_thin_margin() {
         }
         assert!(worst <= goal, "{goal:e}: {worst:e} on every f32 checked");
     }
-    let tanh = |goal: f64| {
-        fit_report(
-            &Target::parse("tanh").unwrap(),
-            &FitOptions {
-                degree: 6,
-                measure: ErrorMeasure::Relative,
-                goal: Goal::MaxError {
-                    error: goal,
-                    vary_degree: false,
-                },
-                ..opts()
-            },
-            &|_| {},
-        )
-        .unwrap()
-    };
+    let tanh = |goal: f64| rel_fit("tanh", None, 6, goal);
     let thin = tanh(1.15e-7);
     let w = thin.warning.expect("a warning for a thin margin");
     assert!(w.contains("not at every f32 input"), "{w}");
