@@ -845,15 +845,22 @@ fn fit_function_inner(
         .collect();
 
     // (with the error on every f32 input of the range, where a search has measured it)
-    let (pieces, searched) = match (&opts.goal, exact) {
+    // (a MaxError search's maximum on every f32 input, or on its random inputs where the
+    // dense sweep met the goal by a thin margin)
+    let (pieces, searched, random) = match (&opts.goal, exact) {
         (_, Some(dt)) => (
             search_exact(&ctx, opts, dt, &refs_core, &left, &right, progress)?,
+            None,
             None,
         ),
         (Goal::MaxError { error, vary_degree }, _) => {
             search_error(&ctx, opts, *error, *vary_degree, progress)?
         }
-        _ => (build(&ctx, opts.partitions, opts.degree, progress)?, None),
+        _ => (
+            build(&ctx, opts.partitions, opts.degree, progress)?,
+            None,
+            None,
+        ),
     };
     progress(Progress {
         fraction: 0.95,
@@ -875,24 +882,19 @@ fn fit_function_inner(
         Some(e) => e,
         None => dense_error(&ctx, &table)?,
     };
-    // A max_error goal met on samples by less than the rounding noise varies (see
-    // search_error's check): the random inputs' error counts too, and a warning says so.
-    let thin = match opts.goal {
-        Goal::MaxError { error, .. } if !verified_every_f32 && exact.is_none() => {
-            let slack = 0.15 * (verr - pieces.max_error()).max(0.0);
-            if verr > error - slack {
-                verr = verr.max(random_error(&ctx, &table, RANDOM_POINTS)?);
-                Some(format!(
-                    "the max {m} error {verr:.4e} meets the goal {error:e} by less than the f32 \
-                     rounding noise varies, and was measured at 2^20 + 2^23 points, not at every \
-                     f32 input of the range: inputs between them can exceed the goal by a few % \
-                     (tanh, relative, 16×6: 1.144e-7 on those points, 1.175e-7 on every input); \
-                     verify_every_f32 (--every-f32) checks every input",
-                    m = measure.name(),
-                ))
-            } else {
-                None
-            }
+    // A max_error goal met on samples by less than the rounding noise varies (search_error's
+    // check): the random inputs' error counts too, and a warning says so.
+    let thin = match (&opts.goal, random) {
+        (Goal::MaxError { error, .. }, Some(r)) => {
+            verr = verr.max(r);
+            Some(format!(
+                "the max {m} error {verr:.4e} meets the goal {error:e} by less than the f32 \
+                 rounding noise varies, and was measured at 2^20 + 2^23 points, not at every \
+                 f32 input of the range: inputs between them can exceed the goal by a few % \
+                 (tanh, relative, 16×6: 1.144e-7 on those points, 1.175e-7 on every input); \
+                 verify_every_f32 (--every-f32) checks every input",
+                m = measure.name(),
+            ))
         }
         _ => None,
     };
@@ -1609,17 +1611,22 @@ fn max_jump(table: &Table) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// [`search_error`]'s answer: the pieces, their error (measured, abs) on every f32 input
+/// where that was checked, and on [`random_error`]'s inputs where those were.
+type Searched = (Pieces, Option<(f64, f64)>, Option<f64>);
+
 /// Smallest P (or D) meeting `target` on the f32 evaluator: the search below on its quick
 /// per-piece estimate with a 2 % margin, then [`dense_error`] on the result; when that
 /// still exceeds the target (rounding noise the quick sweep missed), the search runs
-/// again with the margin widened by the overshoot.
+/// again with the margin widened by the overshoot. Also the maximum on every f32 input
+/// where that was checked, and on [`random_error`]'s inputs where they were.
 fn search_error(
     ctx: &Ctx,
     opts: &FitOptions,
     target: f64,
     vary_degree: bool,
     progress: &dyn Fn(Progress),
-) -> Result<(Pieces, Option<(f64, f64)>)> {
+) -> Result<Searched> {
     if !(target > 0.0 && target.is_finite()) {
         return Err(Error::InvalidArgument(format!(
             "the error target must be a positive finite number (got {target})"
@@ -1647,18 +1654,19 @@ fn search_error(
     // f32 (an audit, 2026-11-29). A sweep that meets the target by less than 15 % of the
     // noise it saw (its error above the f64 fit's) is then followed by
     // [`random_error`]'s 2^23 more points, and the larger maximum counts.
-    let check = |pcs: &Pieces| -> Result<(f64, bool)> {
+    // (the dense sweep's maximum, and the random inputs' where they were checked)
+    let check = |pcs: &Pieces| -> Result<(f64, Option<f64>)> {
         let t = pcs.table(Tail::Clamp, Tail::Clamp)?;
         let d = dense_error(ctx, &t)?.0;
         let slack = 0.15 * (d - pcs.max_error()).max(0.0);
         if d > target || every_checked || d <= target - slack {
-            return Ok((d, d <= target));
+            return Ok((d, None));
         }
-        let r = d.max(random_error(ctx, &t, RANDOM_POINTS)?);
-        Ok((r, r <= target))
+        Ok((d, Some(random_error(ctx, &t, RANDOM_POINTS)?)))
     };
+    let largest = |(d, r): (f64, Option<f64>)| d.max(r.unwrap_or(0.0));
     // (for search_sampled's scan near the floor)
-    let accept = |pcs: &Pieces| -> Result<bool> { Ok(check(pcs)?.1) };
+    let accept = |pcs: &Pieces| -> Result<bool> { Ok(largest(check(pcs)?) <= target) };
     // where `dense` was measured, for the messages
     let mut on = "on the dense sweep";
     // The search's own fraction, so that its checks of every input do not move it back.
@@ -1696,10 +1704,10 @@ fn search_error(
             Err(e) => return Err(e),
         };
         let t = pcs.table(Tail::Clamp, Tail::Clamp)?;
-        let (d, ok) = check(&pcs)?;
-        dense = d;
+        let checked = check(&pcs)?;
+        dense = largest(checked);
         on = "on the dense sweep";
-        if ok {
+        if dense <= target {
             // and on every f32 input, where the range is small enough to check them all (or
             // with verify_every_f32); its result stands for the table's, whose tails do not
             // apply inside the range
@@ -1716,7 +1724,7 @@ fn search_error(
                     dense = e;
                     on = "on every f32 input";
                 }
-                exh => return Ok((pcs, exh)),
+                exh => return Ok((pcs, exh, checked.1)),
             }
         }
         goal *= (target / dense).min(0.98);
@@ -1818,7 +1826,7 @@ fn search_sampled(
             }
             p = (p * 2).min(maxp);
         }
-        if let Some((mut hi_ok, mut pcs_ok)) = found {
+        let answer = if let Some((mut hi_ok, mut pcs_ok)) = found {
             // Bisection on (lo_fail, hi_ok].
             while hi_ok - lo_fail > 1 {
                 let mid = lo_fail + (hi_ok - lo_fail) / 2;
@@ -1859,42 +1867,25 @@ fn search_sampled(
                     }
                 }
             }
-            // Near f32's floor the error is f32 rounding noise, which varies from one P to
-            // the next, so the doubling and the bisection can step over a small P that
-            // meets the goal ((x − 0.1)(x − 0.3)(x − 0.7) on [0, 1], relative, D = 3, a
-            // 2.2e-7 goal: 64 pieces, though 5 meet it; an audit, 2026-11-29).
-            if let Some((_, pcs)) = floor_scan(
-                goal,
-                floor,
-                &fit_errors,
-                &fails,
-                hi_ok,
-                &mut |q| {
-                    ctx.check()?;
-                    eval(q, d)
-                },
-                accept,
-            )? {
-                pcs_ok = pcs;
-            }
-            return Ok(pcs_ok);
+            Some((hi_ok, pcs_ok))
+        } else {
+            None
+        };
+        // Near f32's floor the error is f32 rounding noise, which varies from one P to the
+        // next, so the doubling and the bisection can step over a small P that meets the
+        // goal ((x − 0.1)(x − 0.3)(x − 0.7) on [0, 1], relative, D = 3, a 2.2e-7 goal: 64
+        // pieces, though 5 meet it; an audit, 2026-11-29): the P below the answer, or below
+        // where the doubling stalled at the floor, are scanned.
+        let below = answer.as_ref().map(|a| a.0).or(plateau).unwrap_or(0);
+        let scan_eval = &mut |q| {
+            ctx.check()?;
+            eval(q, d)
+        };
+        if let Some(pcs) = floor_scan(goal, floor, &fit_errors, &fails, below, scan_eval, accept)? {
+            return Ok(pcs);
         }
-        if let Some(at) = plateau {
-            // the same for a search that stopped at the floor
-            if let Some((_, pcs)) = floor_scan(
-                goal,
-                floor,
-                &fit_errors,
-                &fails,
-                at,
-                &mut |q| {
-                    ctx.check()?;
-                    eval(q, d)
-                },
-                accept,
-            )? {
-                return Ok(pcs);
-            }
+        if let Some((_, pcs)) = answer {
+            return Ok(pcs);
         }
     }
     let (e, p, d) = best.unwrap_or((f64::INFINITY, 0, 0));
@@ -1946,7 +1937,7 @@ fn floor_scan(
     below: usize,
     eval: &mut dyn FnMut(usize) -> Result<(f64, Pieces)>,
     accept: &dyn Fn(&Pieces) -> Result<bool>,
-) -> Result<Option<(usize, Pieces)>> {
+) -> Result<Option<Pieces>> {
     if goal >= 8.0 * floor {
         return Ok(None);
     }
@@ -1962,7 +1953,7 @@ fn floor_scan(
     {
         let (e, pcs) = eval(q)?;
         if e <= goal && accept(&pcs)? {
-            return Ok(Some((q, pcs)));
+            return Ok(Some(pcs));
         }
     }
     Ok(None)
