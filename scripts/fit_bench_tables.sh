@@ -49,6 +49,13 @@
 #   -> 28.1. elu and selu on [-18, 0] only (their kink at 0 is the range's end; the
 #   linear tail beyond it is exact), 17 and 15 uniform pieces of degree 5: 34.4 -> 23.7 and
 #   34.2 -> 23.6 (the GPU set's 12 and 11 adaptive pieces of degree 3).
+#   Session 39 (an Intel Xeon VM): gelu_tanh on [-9, 8] with an exp2 tail below -9, 31
+#   pieces of degree 10, instead of 30 pieces of degree 12 on [-11, 8] with a constant -0
+#   tail: the old table's leftmost pieces held subnormal coefficients (gelu_tanh is below
+#   2^-126 from about -10.1), and Intel cores take a ~150-cycle microcode assist on every
+#   vector FMA with a subnormal operand or result (Zen cores do not). `cpu_lab --normal 4`
+#   in L1 on the Intel VM: 115.7 -> 42.7 cycles per 16 elements (bench/results/
+#   cpu-2026-11-29-s39-intel-subnormals.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exp2_only=0
@@ -78,7 +85,7 @@ log_sigmoid|--range=-17,93 -D 4 --breakpoints uniform|1
 sqrt|-D 2|0'
 # The CPU set (--cpu): name|fit arguments|whole line, as above.
 fast_cpu='gelu|--range=-11,8 -D 8 --exp-tails --exp-tails-at-ends --breakpoints uniform|1
-gelu_tanh|--range=-11,8 -D 12 --breakpoints uniform|1
+gelu_tanh|--range=-9,8 -D 10 --exp-tails --exp-tails-at-ends --breakpoints uniform|1
 silu|--range=-20,10 -D 6 --exp-tails --exp-tails-at-ends --breakpoints uniform|1
 sigmoid|--range=-16,16 -D 5 --exp-tails --exp-tails-at-ends --breakpoints uniform|1
 tanh|-D 6 --exp-tails --breakpoints uniform|1

@@ -953,3 +953,51 @@ fn log_breakpoints_edges() {
     let far = Breakpoints::arbitrary(vec![1.0, 1.5, 4.0]).unwrap();
     assert_eq!(far.log_shift(), None);
 }
+
+/// exp2 tails whose value is subnormal, 2^-126 or overflows: `exp2_f32(x)` (the tail
+/// `q(t) = t` at anchor 0 on both sides) for every f32 x in [−152, −120] and
+/// [120, 131], in order and shuffled (lanes of every branch in one vector), through
+/// every backend, bitwise against the oracle. The AVX-512 kernel rounds the subnormal
+/// results in integers (no floating-point multiply into the subnormal range).
+#[test]
+fn exp2_tails_at_the_ends_of_f32_equal_oracle() {
+    let exp2 = Tail::Exp2 {
+        negative: false,
+        anchor: 0.0,
+        coeffs: vec![1.0, 0.0],
+    };
+    let t = Table::new(
+        Breakpoints::uniform(-1.0, 1.0, 1).unwrap(),
+        0,
+        vec![0.0],
+        vec![0.5],
+        exp2.clone(),
+        exp2,
+    )
+    .unwrap();
+    let mut xs: Vec<f32> = Vec::new();
+    for (a, b) in [(-152.0f32, -120.0f32), (120.0, 131.0)] {
+        let mut x = a;
+        while x <= b {
+            xs.push(x);
+            x = next_up(x);
+        }
+    }
+    assert!(xs.len() > 3_000_000, "{}", xs.len());
+    // The oracle's values cover every branch: 0, subnormals, 2^-126, normals, +Inf.
+    let ys: Vec<f32> = xs.iter().map(|&x| t.eval(x)).collect();
+    assert_eq!(t.eval::<f32, f32>(-151.0), 0.0);
+    assert!(ys.iter().any(|y| y.is_subnormal()));
+    assert!(ys.contains(&f32::MIN_POSITIVE));
+    assert!(ys.contains(&f32::INFINITY));
+    assert_eq!(t.eval::<f32, f32>(-149.0), f32::from_bits(1));
+    let mut rng = StdRng::seed_from_u64(20_261_129);
+    let mut shuffled = xs.clone();
+    for i in (1..shuffled.len()).rev() {
+        shuffled.swap(i, rng.random_range(0..=i));
+    }
+    for ev in evaluators(&t, &[Parallelism::Sequential]) {
+        check::<f32, f32>(&ev, &t, &xs).unwrap();
+        check::<f32, f32>(&ev, &t, &shuffled).unwrap();
+    }
+}

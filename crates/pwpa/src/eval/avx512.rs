@@ -459,19 +459,53 @@ unsafe fn exp2v(p: __m512, m: __mmask16) -> __m512 {
             _mm512_castsi512_ps(_mm512_add_epi32(bits, _mm512_set1_epi32(127 << 23))),
             _mm512_set1_ps(2.0),
         );
-        let low = _mm512_mul_ps(
-            _mm512_castsi512_ps(_mm512_add_epi32(
-                bits,
-                _mm512_slli_epi32::<23>(_mm512_add_epi32(ni, _mm512_set1_epi32(64))),
-            )),
-            _mm512_set1_ps(f32::from_bits(0x1f80_0000)),
-        );
+        let low = exp2_low(bits, ni);
         let mut v = mid;
         v = _mm512_mask_mov_ps(v, _mm512_cmpgt_epi32_mask(ni, _mm512_set1_epi32(127)), high);
         v = _mm512_mask_mov_ps(v, _mm512_cmplt_epi32_mask(ni, _mm512_set1_epi32(-125)), low);
         v = _mm512_mask_mov_ps(v, tiny_m, _mm512_setzero_ps());
         v = _mm512_mask_mov_ps(v, big_m, _mm512_set1_ps(f32::INFINITY));
         _mm512_mask_mov_ps(v, nan_m, _mm512_set1_ps(f32::NAN))
+    }
+}
+
+/// The oracle's low branch of `exp2_f32` (n < −125): `r·2^(n+64)`, a normal number,
+/// times 2^-64, which rounds once (to nearest even) into the subnormal range — done here
+/// in integers, bit for bit the same. Intel cores take a microcode assist (about 150
+/// cycles) on every vector multiply with a subnormal result, so the floating-point form
+/// cost a whole vector that much whenever one lane's tail value underflowed (gelu_tanh
+/// below −10.1, silu below −87); Zen cores do not. With r's significand m (24 bits,
+/// implicit 1) and exponent field e (126 or 127: r = 2^f, |f| ≤ 1/2), r·2^n is
+/// m·2^(e−1+n) units of 2^-149, so its bits are m shifted right by s = 1 − e − n with
+/// round-to-nearest-even (a carry into bit 23 gives 2^-126 exactly, as it should).
+/// Lanes outside n ∈ [−150, −126] get unspecified bits (the caller replaces them).
+#[inline(always)]
+unsafe fn exp2_low(bits: __m512i, ni: __m512i) -> __m512 {
+    // SAFETY: always inlined into the AVX-512 kernel (see the module notes).
+    unsafe {
+        let one = _mm512_set1_epi32(1);
+        let m = _mm512_or_si512(
+            _mm512_and_si512(bits, _mm512_set1_epi32(0x007f_ffff)),
+            _mm512_set1_epi32(0x0080_0000),
+        );
+        let e = _mm512_srli_epi32::<23>(bits);
+        let s = _mm512_sub_epi32(_mm512_sub_epi32(one, e), ni);
+        // s ∈ [0, 25] on the lanes that matter; clamped so that the shifts stay defined.
+        let s = _mm512_min_epi32(
+            _mm512_max_epi32(s, _mm512_setzero_si512()),
+            _mm512_set1_epi32(31),
+        );
+        let q = _mm512_srlv_epi32(m, s);
+        let unit = _mm512_sllv_epi32(one, s);
+        let rem = _mm512_and_si512(m, _mm512_sub_epi32(unit, one));
+        let half = _mm512_srli_epi32::<1>(unit);
+        // Round up when the remainder is above half a unit, or exactly half (s > 0)
+        // and q is odd.
+        let above = _mm512_cmpgt_epu32_mask(rem, half);
+        let tie = _mm512_cmpeq_epi32_mask(rem, half)
+            & _mm512_test_epi32_mask(half, half)
+            & _mm512_test_epi32_mask(q, one);
+        _mm512_castsi512_ps(_mm512_mask_add_epi32(q, above | tie, q, one))
     }
 }
 
