@@ -31,16 +31,22 @@ fn backends() -> Vec<Backend> {
         .collect()
 }
 
+/// Every kernel, and the AVX-512 one both with and without 64-bit row gathers (its
+/// choice on Intel and on AMD CPUs), at each parallelism of `par`.
 fn evaluators(table: &Table, par: &[Parallelism]) -> Vec<Evaluator> {
     let mut out = Vec::new();
     for &b in &backends() {
         for &p in par {
-            out.push(
-                Evaluator::new(table)
-                    .with_backend(b)
-                    .unwrap()
-                    .with_parallelism(p),
-            );
+            let ev = Evaluator::new(table)
+                .with_backend(b)
+                .unwrap()
+                .with_parallelism(p);
+            if b == Backend::Avx512 {
+                out.push(ev.clone().with_row_gathers(true));
+                out.push(ev.with_row_gathers(false));
+            } else {
+                out.push(ev);
+            }
         }
     }
     out

@@ -29,8 +29,12 @@
 //! different codegen units): every call spilled the caller-saved zmm registers and
 //! evaluation was 2–4× slower, depending on where the stack happened to be.
 //!
-//! Gathers (`vgatherdps`) were measured 1.3–3× slower than these on the development
-//! machine (a VM, presumably with microcoded gathers) and are not used.
+//! 32-bit gathers (`vgatherdps`, 16 lanes) were measured 1.3–3× slower than the row
+//! loads on every development VM and are not used. On Intel cores, rows of 4 or 8 floats
+//! needing up to three pairs of columns come from 64-bit gathers (`vpgatherdq` of eight
+//! column pairs, then a two-register permute per column), which are faster there than the
+//! row loads' inserts and transposes on the single 512-bit shuffle port; AMD cores keep
+//! the row loads ([`prefer_row_gathers`]).
 
 use std::arch::x86_64::*;
 
@@ -71,6 +75,28 @@ pub(crate) fn available() -> bool {
         && is_x86_feature_detected!("avx512vl")
         && is_x86_feature_detected!("fma")
         && is_x86_feature_detected!("f16c")
+}
+
+/// Whether the 4-float row lookups (D ≤ 3 at P > 256, and uniform P = 256 from D = 2)
+/// should use 64-bit gathers: on Intel cores yes, on AMD's no. Two `vpgatherdq` of eight
+/// (c_0, c_1) and (c_2, c_3) pairs per half and a `vpermt2ps` per column replace 16
+/// row loads, their inserts, a transpose and the offsets' extraction to general
+/// registers — shuffle-port work, which on Intel has one 512-bit port. `bench/cpu_lab/
+/// micro` (session 39, Intel VM, one thread, in L1, ns per element, lookup + Horner):
+/// P256 D3 0.31 against 0.43–0.44, P4096 0.39 against 0.49; 32-bit gathers of 16 were
+/// 1.5× slower than rows there, and every gather 3.5× slower than rows on Zen 5
+/// (session 15). `PWPA_CPU_ROW_GATHERS=0|1` overrides the vendor rule (for A/B runs).
+pub(crate) fn prefer_row_gathers() -> bool {
+    static PREFER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PREFER.get_or_init(|| match std::env::var("PWPA_CPU_ROW_GATHERS").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => {
+            // CPUID leaf 0: the vendor string.
+            let r = __cpuid(0);
+            (r.ebx, r.edx, r.ecx) == (0x756e_6547, 0x4965_6e69, 0x6c65_746e) // "GenuineIntel"
+        }
+    })
 }
 
 /// Largest register-resident column (W); larger tables load rows per lane.
@@ -184,6 +210,46 @@ unsafe fn block4(rows: *const f32, offs: &[u32; 16]) -> [__m512; 4] {
     }
 }
 
+/// Columns 0..ncol (ncol ≤ stride) of the rows (of `stride` = 4 or 8 floats) of pieces
+/// `idx`, by 64-bit gathers: for each pair of columns (k_2j, k_2j+1) that is needed, one
+/// gather of lanes 0–7 and one of lanes 8–15, then one two-register permute per column.
+/// The same values as [`block4`] / [`block8`]; the columns at and past ncol are
+/// unspecified.
+#[inline(always)]
+unsafe fn gather_cols(rows: *const f32, stride: usize, idx: __m512i, ncol: usize) -> [__m512; 8] {
+    // SAFETY: idx ∈ [0, P − 1] and ncol ≤ stride, so every pair read is inside the
+    // first P rows.
+    unsafe {
+        // The first pair of each row: a row is stride / 2 pairs.
+        let o = if stride == 4 {
+            _mm512_slli_epi32::<1>(idx)
+        } else {
+            _mm512_slli_epi32::<2>(idx)
+        };
+        let (lo, hi) = (_mm512_castsi512_si256(o), _mm512_extracti64x4_epi64::<1>(o));
+        let b = rows as *const i64;
+        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        let mut k = [_mm512_setzero_ps(); 8];
+        // A macro, not a closure (see `block8`).
+        macro_rules! pair {
+            ($j:expr) => {
+                if 2 * $j < ncol {
+                    let p0 = _mm512_castsi512_ps(_mm512_i32gather_epi64::<8>(lo, b.add($j)));
+                    let p1 = _mm512_castsi512_ps(_mm512_i32gather_epi64::<8>(hi, b.add($j)));
+                    k[2 * $j] = _mm512_permutex2var_ps(p0, even, p1);
+                    k[2 * $j + 1] = _mm512_permutex2var_ps(p0, odd, p1);
+                }
+            };
+        }
+        pair!(0);
+        pair!(1);
+        pair!(2);
+        pair!(3);
+        k
+    }
+}
+
 /// Horner over each lane's row (piece `idx`): t = x − anchor, then FMA steps. With
 /// computed anchors (`c.affine`) the rows are `c.crows` (coefficients only, half as
 /// wide at D = 3); otherwise `c.rows`, whose first column is the anchor.
@@ -198,6 +264,36 @@ unsafe fn rows_horner(c: &Ctx<'_>, idx: __m512i, xp: __m512) -> __m512 {
         } else {
             (c.rows, c.stride, 1)
         };
+        // Columns of the row: [anchor] (when skip = 1), then c_0 … c_D.
+        let ncol = c.d + 1 + skip;
+        let mut t = if c.affine {
+            _mm512_sub_ps(xp, affine_anchor(c, idx))
+        } else {
+            _mm512_setzero_ps()
+        };
+        let mut r = _mm512_setzero_ps();
+        // A macro, not a closure (see `block8`).
+        macro_rules! step {
+            ($q:expr, $k:expr) => {{
+                let (q, k) = ($q, $k);
+                if q < skip {
+                    t = _mm512_sub_ps(xp, k);
+                } else if q == skip {
+                    r = k;
+                } else {
+                    r = _mm512_fmadd_ps(r, t, k);
+                }
+            }};
+        }
+        // Gathers up to three pairs: with four (D = 7 with computed anchors) the 256-bit
+        // rows were faster (Intel VM, session 39, `ab.sh` P4096 D7: gathers 1.03–1.05×).
+        if c.gathers && stride <= 8 && ncol <= 6 {
+            let k = gather_cols(rows, stride, idx, ncol);
+            for (q, &kq) in k.iter().enumerate().take(ncol) {
+                step!(q, kq);
+            }
+            return r;
+        }
         // A shift where the stride is a power of two (4, 8 or 16 floats: most degrees):
         // `vpmulld` is two µops and 10 cycles of latency on Intel cores, on the path to
         // every row load (Intel VM, session 39, `ab.sh` new/old: 0.94–0.98).
@@ -237,27 +333,6 @@ unsafe fn rows_horner(c: &Ctx<'_>, idx: __m512i, xp: __m512) -> __m512 {
         for i in 0..8 {
             offs[2 * i] = p[i] as u32;
             offs[2 * i + 1] = (p[i] >> 32) as u32;
-        }
-        // Columns of the row: [anchor] (when skip = 1), then c_0 … c_D.
-        let ncol = c.d + 1 + skip;
-        let mut t = if c.affine {
-            _mm512_sub_ps(xp, affine_anchor(c, idx))
-        } else {
-            _mm512_setzero_ps()
-        };
-        let mut r = _mm512_setzero_ps();
-        // A macro, not a closure (see `block8`).
-        macro_rules! step {
-            ($q:expr, $k:expr) => {{
-                let (q, k) = ($q, $k);
-                if q < skip {
-                    t = _mm512_sub_ps(xp, k);
-                } else if q == skip {
-                    r = k;
-                } else {
-                    r = _mm512_fmadd_ps(r, t, k);
-                }
-            }};
         }
         if stride == 4 {
             let k = block4(rows, &offs);
@@ -314,6 +389,8 @@ struct Ctx<'a> {
     ah: __m512,
     /// Non-temporal stores of full f32 vectors (see [`NT_MIN`]).
     nt: bool,
+    /// Rows of 4 or 8 floats by 64-bit gathers ([`gather_cols`], `Prepared::row_gathers`).
+    gathers: bool,
     /// Log-spaced breakpoints (`Prepared::log_shift`, the kernels with LOG): the index
     /// is `min((bits(x) − bits(b_0)) >> k, P − 1)`, with `lo_bits` = bits(b_0) and
     /// `kshift` = k.
@@ -823,6 +900,7 @@ unsafe fn kernel<
         a0: _mm512_set1_ps(pr.anchor_affine.map_or(0.0, |a| a.0)),
         ah: _mm512_set1_ps(pr.anchor_affine.map_or(0.0, |a| a.1)),
         nt: false,
+        gathers: pr.row_gathers,
         lo_bits: _mm512_set1_epi32(pr.lo.to_bits() as i32),
         kshift: _mm_cvtsi32_si128(pr.log_shift.unwrap_or(0) as i32),
     };

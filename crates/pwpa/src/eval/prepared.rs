@@ -137,6 +137,10 @@ pub(crate) struct Prepared {
     pub left: TailK,
     /// The right tail, for SIMD kernels.
     pub right: TailK,
+    /// The AVX-512 kernel loads 4-float rows (D ≤ 3) by 64-bit gathers instead of
+    /// 128-bit loads and a transpose (see `avx512::prefer_row_gathers`). The same
+    /// coefficients either way, so the same results.
+    pub row_gathers: bool,
 }
 
 /// One row per piece, `[anchor, c_0, …, c_D]` (or `[c_0, …, c_D]` without the anchor),
@@ -238,6 +242,14 @@ impl TailK {
 
 impl Prepared {
     pub fn new(table: &Table) -> Prepared {
+        #[cfg(target_arch = "x86_64")]
+        fn row_gathers_default() -> bool {
+            super::avx512::prefer_row_gathers()
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        fn row_gathers_default() -> bool {
+            false
+        }
         let b = table.breakpoints();
         let p = b.partitions();
         let d = table.degree();
@@ -295,6 +307,7 @@ impl Prepared {
             coef_stride,
             left: TailK::new(table.left_tail()),
             right: TailK::new(table.right_tail()),
+            row_gathers: row_gathers_default(),
         };
         if let Breakpoints::Arbitrary(points) = b {
             pr.build_grid(points);
