@@ -398,8 +398,7 @@ fn every_width_and_tail_kind() {
         1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
     ] {
         for uniform in [true, false] {
-            // At W = 256, D = 1 and 2 straddle the uniform row-load threshold
-            // (UNIFORM_ROWS_FROM_DEGREE), D = 0 and 1 the arbitrary one (ROWS_FROM_DEGREE).
+            // At W = 256, D = 0 and 1 straddle the row-load threshold (ROWS_FROM_DEGREE).
             for d in [0, 1, 2, 3, 4, 5, 7, 15] {
                 case += 1;
                 let base = random_table(1000 + case, p, d, uniform);

@@ -19,9 +19,9 @@
 //! - the last `n % 16` elements use masked loads and stores.
 //!
 //! Arbitrary breakpoints with P > 256 use the lookup grid per lane (a scalar piece
-//! search per lane, SIMD tails). At W = 256 and D ≥ [`ROWS_FROM_DEGREE`] (uniform:
-//! [`UNIFORM_ROWS_FROM_DEGREE`]) the coefficients come from the per-lane row loads even
-//! when the index came from registers.
+//! search per lane, SIMD tails). At W = 256 and D ≥ [`ROWS_FROM_DEGREE`] the
+//! coefficients come from the per-lane row loads even when the index came from
+//! registers.
 //! The per-vector helpers are `#[inline(always)] unsafe fn`s without target features
 //! of their own (Rust refuses `inline(always)` together with `target_feature`); inlined
 //! into a kernel they take its features. With a plain `#[inline]` the compiler left
@@ -102,21 +102,17 @@ pub(crate) fn prefer_row_gathers() -> bool {
 /// Largest register-resident column (W); larger tables load rows per lane.
 pub(crate) const MAX_REG: usize = 256;
 
-/// Smallest degree at which a 256-entry table with uniform breakpoints loads rows
-/// instead of permuting registers. At W = 256 a register lookup costs 15 instructions
-/// per column (8 two-table permutes and a tree of 7 blends), a row load one load per lane
-/// plus a transpose. `bench/cpu_lab/ab.sh`, one thread, 2^14 elements, rows/permutes:
-/// on the Cascade Lake VM (session 10) 0.82–0.87 at D = 3, 0.92–0.97 at D = 2 and 4,
-/// 1.06–1.12 at D = 1; on the AMD EPYC (Zen 4) VM (session 11) 0.90 at D = 1. Below
-/// W = 256 permutes win on both (W = 128: rows 1.2–1.7× slower on Cascade Lake, 1.05–1.26×
-/// on Zen 4).
-const UNIFORM_ROWS_FROM_DEGREE: usize = 2;
-
-/// The same for arbitrary breakpoints, whose permuted columns include the anchors (the
-/// uniform ones are usually computed): rows from D = 1 (Zen 4, session 11: rows/permutes
-/// 0.85 at D = 1, 0.76–0.80 at D = 2–4 at P = 200 and 256; at W = 128 0.97–1.08 and at
-/// W = 64 1.3–1.4, so permutes stay there). Session 10 had measured rows from D = 5 on
-/// Cascade Lake before the per-vector loops were unrolled.
+/// Smallest degree at which a 256-entry table (W = 256) loads rows instead of permuting
+/// registers, for uniform and arbitrary breakpoints alike. At W = 256 a register lookup
+/// costs 15 instructions per column (8 two-table permutes and a tree of 7 blends), a row
+/// load one load per lane plus a transpose (or, on Intel, 64-bit gathers).
+/// `bench/cpu_lab/ab.sh`, one thread, 2^14 elements, rows/permutes: arbitrary, Zen 4
+/// (session 11) 0.85 at D = 1, 0.76–0.80 at D = 2–4 at P = 200 and 256 (at W = 128
+/// 0.97–1.08 and at W = 64 1.3–1.4, so permutes stay there); uniform, Zen 4 0.90 at D = 1
+/// (Cascade Lake, session 10: 1.06–1.12 at D = 1, 0.82–0.97 at D = 2–4). Until session 39
+/// a separate uniform threshold of D = 2 was declared but never applied (this rule came
+/// first); on the Intel VM with gathers P256 D1 uniform takes 0.39 ns per element against
+/// 0.70 by rows and transposes (cpu_lab, one thread, in L1).
 const ROWS_FROM_DEGREE: usize = 1;
 
 /// The kernel of a table: (W, ROWS). W is the register width of its columns (16 …
@@ -126,7 +122,6 @@ const ROWS_FROM_DEGREE: usize = 1;
 fn plan(pr: &Prepared) -> (usize, bool) {
     match pr.w16 {
         0 => (0, true),
-        w if pr.uniform && w == MAX_REG && pr.d >= UNIFORM_ROWS_FROM_DEGREE => (w, true),
         w => (w, w == MAX_REG && pr.d >= ROWS_FROM_DEGREE),
     }
 }
