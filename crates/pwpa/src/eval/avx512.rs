@@ -39,7 +39,7 @@
 use std::arch::x86_64::*;
 
 use super::avx2::{BF16, F16, F32};
-use super::prepared::{Prepared, TailK};
+use super::prepared::{Prepared, TailK, MULTI};
 use super::NT_MIN;
 use crate::table::EXP2_POLY_BITS;
 
@@ -354,6 +354,25 @@ unsafe fn rows_horner(c: &Ctx<'_>, idx: __m512i, xp: __m512) -> __m512 {
 unsafe fn affine_anchor(c: &Ctx<'_>, idx: __m512i) -> __m512 {
     // SAFETY: always inlined into the AVX-512 kernel (see the module notes).
     unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(idx), c.ah, c.a0) }
+}
+
+/// The pieces of 16 lanes in their lookup-grid cells, lane by lane
+/// (`Prepared::index_in_cell`), through 16-element stack arrays.
+#[inline(always)]
+unsafe fn grid_lanes(c: &Ctx<'_>, cell: __m512i, x: __m512) -> __m512i {
+    // SAFETY: always inlined into the AVX-512 kernel (see the module notes); the arrays
+    // hold 16 elements each.
+    unsafe {
+        let mut ca = [0i32; 16];
+        let mut xa = [0f32; 16];
+        let mut ia = [0i32; 16];
+        _mm512_storeu_si512(ca.as_mut_ptr() as *mut __m512i, cell);
+        _mm512_storeu_ps(xa.as_mut_ptr(), x);
+        for l in 0..16 {
+            ia[l] = c.pr.index_in_cell(ca[l] as usize, xa[l]) as i32;
+        }
+        _mm512_loadu_si512(ia.as_ptr() as *const __m512i)
+    }
 }
 
 /// Loop invariants of one kernel call.
@@ -793,16 +812,38 @@ unsafe fn step<
             each!(K, |v| {
                 let u = _mm512_mul_ps(_mm512_sub_ps(xs[v], c.lo), c.ginv);
                 let cell = _mm512_cvttps_epi32(_mm512_min_ps(u, c.gmax));
-                // Through 16-element stack arrays.
-                let mut ca = [0i32; 16];
-                let mut xa = [0f32; 16];
-                let mut ia = [0i32; 16];
-                _mm512_storeu_si512(ca.as_mut_ptr() as *mut __m512i, cell);
-                _mm512_storeu_ps(xa.as_mut_ptr(), xs[v]);
-                for l in 0..16 {
-                    ia[l] = c.pr.index_in_cell(ca[l] as usize, xa[l]) as i32;
+                // On Intel (`c.gathers`): each lane's cell (start, thr) by 64-bit gathers,
+                // the index start + (thr ≤ x) in SIMD, unless a lane's cell holds several
+                // breakpoints. Intel VM, session 39, `ab.sh` new/old: arbitrary P600 D5,
+                // P1000 D1/D3, P4096 D3 0.60–0.70.
+                if c.gathers {
+                    let grid = c.pr.grid.as_ptr() as *const i64;
+                    let p0 = _mm512_castsi512_ps(_mm512_i32gather_epi64::<8>(
+                        _mm512_castsi512_si256(cell),
+                        grid,
+                    ));
+                    let p1 = _mm512_castsi512_ps(_mm512_i32gather_epi64::<8>(
+                        _mm512_extracti64x4_epi64::<1>(cell),
+                        grid,
+                    ));
+                    let even = _mm512_setr_epi32(
+                        0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+                    );
+                    let odd = _mm512_setr_epi32(
+                        1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+                    );
+                    let start = _mm512_castps_si512(_mm512_permutex2var_ps(p0, even, p1));
+                    let thr = _mm512_permutex2var_ps(p0, odd, p1);
+                    let simple =
+                        _mm512_test_epi32_mask(start, _mm512_set1_epi32(MULTI as i32)) == 0;
+                    let le = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(thr, xs[v]);
+                    idx[v] = _mm512_mask_add_epi32(start, le, start, _mm512_set1_epi32(1));
+                    if !simple {
+                        idx[v] = grid_lanes(c, cell, xs[v]);
+                    }
+                } else {
+                    idx[v] = grid_lanes(c, cell, xs[v]);
                 }
-                idx[v] = _mm512_loadu_si512(ia.as_ptr() as *const __m512i);
             });
             idx
         } else {

@@ -10,8 +10,9 @@
 //! ([`Backend::detect`]) and can be forced ([`Evaluator::with_backend`]). On Intel
 //! CPUs the AVX-512 kernel reads the per-lane coefficient rows (tables of more than 128
 //! pieces and degree ≥ 1) by 64-bit gathers when a row has at most six columns, on AMD
-//! by row loads; the results are the same, and `PWPA_CPU_ROW_GATHERS=0|1` overrides the
-//! choice. Large
+//! by row loads (and the lookup-grid cells of arbitrary breakpoints with P > 256 by
+//! gathers too, on AMD lane by lane); the results are the same, and
+//! `PWPA_CPU_ROW_GATHERS=0|1` overrides the choice. Large
 //! inputs are split over rayon's pool. For f16 and bf16 inputs of at least [`LUT_THRESHOLD`] elements the
 //! evaluator computes all 65,536 results once with its kernel, keeps them (128 or
 //! 256 KiB per type pair) and then only looks them up (on x86-64 16 bytes of results at

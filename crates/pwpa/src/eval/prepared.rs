@@ -137,9 +137,10 @@ pub(crate) struct Prepared {
     pub left: TailK,
     /// The right tail, for SIMD kernels.
     pub right: TailK,
-    /// The AVX-512 kernel loads 4-float rows (D ≤ 3) by 64-bit gathers instead of
-    /// 128-bit loads and a transpose (see `avx512::prefer_row_gathers`). The same
-    /// coefficients either way, so the same results.
+    /// The AVX-512 kernel reads rows of up to six columns, and the lookup grid's cells,
+    /// by 64-bit gathers instead of row loads and a transpose, and of a scalar loop over
+    /// the lanes (see `avx512::prefer_row_gathers`). The same values either way, so the
+    /// same results.
     pub row_gathers: bool,
 }
 
