@@ -77,11 +77,12 @@ pub(crate) fn available() -> bool {
         && is_x86_feature_detected!("f16c")
 }
 
-/// Whether the 4-float row lookups (D ≤ 3 at P > 256, and uniform P = 256 from D = 2)
-/// should use 64-bit gathers: on Intel cores yes, on AMD's no. Two `vpgatherdq` of eight
-/// (c_0, c_1) and (c_2, c_3) pairs per half and a `vpermt2ps` per column replace 16
-/// row loads, their inserts, a transpose and the offsets' extraction to general
-/// registers — shuffle-port work, which on Intel has one 512-bit port. `bench/cpu_lab/
+/// Whether the per-lane row lookups (W = 256 from D = 1, and P > 256) of rows with at
+/// most six columns, and the lookup grid's cells, should use 64-bit gathers: on Intel
+/// cores yes, on AMD's no. Two `vpgatherdq` of eight column pairs per pair and a
+/// `vpermt2ps` per column replace 16 row loads, their inserts, a transpose and the
+/// offsets' extraction to general registers — shuffle-port work, which on Intel has one
+/// 512-bit port. `bench/cpu_lab/
 /// micro` (session 39, Intel VM, one thread, in L1, ns per element, lookup + Horner):
 /// P256 D3 0.31 against 0.43–0.44, P4096 0.39 against 0.49; 32-bit gathers of 16 were
 /// 1.5× slower than rows there, and every gather 3.5× slower than rows on Zen 5
@@ -205,6 +206,30 @@ unsafe fn block4(rows: *const f32, offs: &[u32; 16]) -> [__m512; 4] {
     }
 }
 
+/// Sixteen 8-byte pairs, lane l's at `base[at[l]]` (`at` in 64-bit units), by two 64-bit
+/// gathers (lanes 0–7 and 8–15), split into their first and second halves: (the 16 low
+/// 32-bit words, the 16 high ones) as f32 vectors, one two-register permute each.
+#[inline(always)]
+unsafe fn gather_pairs(base: *const i64, at: __m512i) -> (__m512, __m512) {
+    // SAFETY: the caller guarantees that every `base[at[l]]` is readable.
+    unsafe {
+        let p0 = _mm512_castsi512_ps(_mm512_i32gather_epi64::<8>(
+            _mm512_castsi512_si256(at),
+            base,
+        ));
+        let p1 = _mm512_castsi512_ps(_mm512_i32gather_epi64::<8>(
+            _mm512_extracti64x4_epi64::<1>(at),
+            base,
+        ));
+        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        (
+            _mm512_permutex2var_ps(p0, even, p1),
+            _mm512_permutex2var_ps(p0, odd, p1),
+        )
+    }
+}
+
 /// Columns 0..ncol (ncol ≤ stride) of the rows (of `stride` = 4 or 8 floats) of pieces
 /// `idx`, by 64-bit gathers: for each pair of columns (k_2j, k_2j+1) that is needed, one
 /// gather of lanes 0–7 and one of lanes 8–15, then one two-register permute per column.
@@ -221,19 +246,13 @@ unsafe fn gather_cols(rows: *const f32, stride: usize, idx: __m512i, ncol: usize
         } else {
             _mm512_slli_epi32::<2>(idx)
         };
-        let (lo, hi) = (_mm512_castsi512_si256(o), _mm512_extracti64x4_epi64::<1>(o));
         let b = rows as *const i64;
-        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-        let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
         let mut k = [_mm512_setzero_ps(); 8];
         // A macro, not a closure (see `block8`).
         macro_rules! pair {
             ($j:expr) => {
                 if 2 * $j < ncol {
-                    let p0 = _mm512_castsi512_ps(_mm512_i32gather_epi64::<8>(lo, b.add($j)));
-                    let p1 = _mm512_castsi512_ps(_mm512_i32gather_epi64::<8>(hi, b.add($j)));
-                    k[2 * $j] = _mm512_permutex2var_ps(p0, even, p1);
-                    k[2 * $j + 1] = _mm512_permutex2var_ps(p0, odd, p1);
+                    (k[2 * $j], k[2 * $j + 1]) = gather_pairs(b.add($j), o);
                 }
             };
         }
@@ -356,6 +375,29 @@ unsafe fn affine_anchor(c: &Ctx<'_>, idx: __m512i) -> __m512 {
     unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(idx), c.ah, c.a0) }
 }
 
+/// The pieces of 16 lanes in their lookup-grid cells from the cells themselves, read by
+/// 64-bit gathers (`Cell` is `start`, then `thr`): `start + (thr ≤ x)`, or None when a
+/// lane's cell holds several breakpoints ([`MULTI`]).
+#[inline(always)]
+unsafe fn grid_gathered(c: &Ctx<'_>, cell: __m512i, x: __m512) -> Option<__m512i> {
+    // SAFETY: always inlined into the AVX-512 kernel (see the module notes); every cell
+    // index is in [0, G − 1].
+    unsafe {
+        let (start, thr) = gather_pairs(c.pr.grid.as_ptr() as *const i64, cell);
+        let start = _mm512_castps_si512(start);
+        if _mm512_test_epi32_mask(start, _mm512_set1_epi32(MULTI as i32)) != 0 {
+            return None;
+        }
+        let le = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(thr, x);
+        Some(_mm512_mask_add_epi32(
+            start,
+            le,
+            start,
+            _mm512_set1_epi32(1),
+        ))
+    }
+}
+
 /// The pieces of 16 lanes in their lookup-grid cells, lane by lane
 /// (`Prepared::index_in_cell`), through 16-element stack arrays.
 #[inline(always)]
@@ -403,7 +445,8 @@ struct Ctx<'a> {
     ah: __m512,
     /// Non-temporal stores of full f32 vectors (see [`NT_MIN`]).
     nt: bool,
-    /// Rows of 4 or 8 floats by 64-bit gathers ([`gather_cols`], `Prepared::row_gathers`).
+    /// Rows and grid cells by 64-bit gathers ([`gather_cols`], [`grid_gathered`],
+    /// `Prepared::row_gathers`).
     gathers: bool,
     /// Log-spaced breakpoints (`Prepared::log_shift`, the kernels with LOG): the index
     /// is `min((bits(x) − bits(b_0)) >> k, P − 1)`, with `lo_bits` = bits(b_0) and
@@ -816,34 +859,17 @@ unsafe fn step<
                 // the index start + (thr ≤ x) in SIMD, unless a lane's cell holds several
                 // breakpoints. Intel VM, session 39, `ab.sh` new/old: arbitrary P600 D5,
                 // P1000 D1/D3, P4096 D3 0.60–0.70.
-                if c.gathers {
-                    let grid = c.pr.grid.as_ptr() as *const i64;
-                    let p0 = _mm512_castsi512_ps(_mm512_i32gather_epi64::<8>(
-                        _mm512_castsi512_si256(cell),
-                        grid,
-                    ));
-                    let p1 = _mm512_castsi512_ps(_mm512_i32gather_epi64::<8>(
-                        _mm512_extracti64x4_epi64::<1>(cell),
-                        grid,
-                    ));
-                    let even = _mm512_setr_epi32(
-                        0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
-                    );
-                    let odd = _mm512_setr_epi32(
-                        1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
-                    );
-                    let start = _mm512_castps_si512(_mm512_permutex2var_ps(p0, even, p1));
-                    let thr = _mm512_permutex2var_ps(p0, odd, p1);
-                    let simple =
-                        _mm512_test_epi32_mask(start, _mm512_set1_epi32(MULTI as i32)) == 0;
-                    let le = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(thr, xs[v]);
-                    idx[v] = _mm512_mask_add_epi32(start, le, start, _mm512_set1_epi32(1));
-                    if !simple {
-                        idx[v] = grid_lanes(c, cell, xs[v]);
-                    }
+                // (A match, not `unwrap_or_else`: a closure would not take the kernel's
+                // target features.)
+                let gathered = if c.gathers {
+                    grid_gathered(c, cell, xs[v])
                 } else {
-                    idx[v] = grid_lanes(c, cell, xs[v]);
-                }
+                    None
+                };
+                idx[v] = match gathered {
+                    Some(i) => i,
+                    None => grid_lanes(c, cell, xs[v]),
+                };
             });
             idx
         } else {

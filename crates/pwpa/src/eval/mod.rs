@@ -244,9 +244,10 @@ impl Evaluator {
         Ok(self)
     }
 
-    /// For tests and A/B runs: whether the AVX-512 kernel loads 4-float coefficient rows
-    /// by 64-bit gathers (by default on Intel CPUs, or as `PWPA_CPU_ROW_GATHERS=0|1`
-    /// says) instead of row loads and a transpose. The results are the same either way.
+    /// For tests and A/B runs: whether the AVX-512 kernel reads coefficient rows and
+    /// lookup-grid cells by 64-bit gathers (by default on Intel CPUs, or as
+    /// `PWPA_CPU_ROW_GATHERS=0|1` says) instead of row loads and a transpose, and a loop
+    /// over the lanes. The results are the same either way.
     #[doc(hidden)]
     pub fn with_row_gathers(mut self, on: bool) -> Self {
         self.prepared.row_gathers = on;
