@@ -416,6 +416,13 @@ def write(rows, device, dev_name, n, reps):
         " `table(x, out=y)` and PyTorch's aten out= kernel into the same preallocated y (kernel against"
         " kernel; `-` where ATen has no out= variant)",
     ]
+    if device == "cpu":
+        lines.append(
+            "- CPU outputs: pwpa's `table(x)` takes outputs of 4 MiB or more from its CPU output cache"
+            " (memory of earlier outputs, already mapped; `pwpa.torch.cpu_output_cache`), so repeated"
+            " calls do not fault fresh pages; eager and torch.compile allocate through PyTorch's CPU"
+            " allocator on every call (at this size mostly fresh pages, whose faults count in their times)"
+        )
     if ARGS.note:
         lines.append(f"- note: {ARGS.note}")
     for how in sorted({r["note"].split(";")[0] for r in rows}):

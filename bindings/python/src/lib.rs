@@ -4,6 +4,7 @@
 //! and releases the GIL around everything heavy. The Python package in `py_src/pwpa`
 //! is the public API.
 
+mod cpu_pool;
 mod cuda;
 mod errors;
 mod fit;
@@ -93,6 +94,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_device_name, m)?)?;
     m.add_function(wrap_pyfunction!(permute_layout, m)?)?;
     m.add_function(wrap_pyfunction!(advise_hugepages, m)?)?;
+    m.add_function(wrap_pyfunction!(cpu_pool::cpu_output, m)?)?;
+    m.add_function(wrap_pyfunction!(cpu_pool::cpu_output_cache_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(cpu_pool::cpu_output_cache_info, m)?)?;
+    m.add_function(wrap_pyfunction!(cpu_pool::cpu_output_cache_clear, m)?)?;
+    m.add("CPU_OUTPUT_MIN_BYTES", cpu_pool::MIN_BYTES)?;
     m.add_function(wrap_pyfunction!(table::set_parallelism, m)?)?;
     m.add_function(wrap_pyfunction!(table::after_fork, m)?)?;
     m.add_function(wrap_pyfunction!(table::parallelism, m)?)?;

@@ -71,6 +71,122 @@ def test_large_cpu_outputs_get_huge_pages(sigmoid_table, random_table):
     assert torch.equal(dy, want)
 
 
+@pytest.fixture
+def output_cache():
+    """The CPU output cache, empty, restored to its limit afterwards."""
+    limit = pt.cpu_output_cache()["limit_bytes"]
+    pt.empty_cpu_output_cache()
+    yield
+    pt.cpu_output_cache(limit / (1 << 20))
+    pt.empty_cpu_output_cache()
+
+
+def test_cpu_output_cache_reuses_freed_outputs(sigmoid_table, output_cache):
+    """A freed CPU output of 4 MiB or more goes back to pwpa's cache (not to the system)
+    and the next output of its size reuses it; results are the reference's every time;
+    a view keeps the buffer alive; smaller outputs and other sizes do not take it."""
+    pt.cpu_output_cache(64)
+    x = torch.linspace(-10, 10, 3 << 20)  # 12 MiB of f32
+    want = torch.from_numpy(reference_eval(sigmoid_table, x.numpy()))
+    y = sigmoid_table(x)
+    assert torch.equal(y, want)
+    ptr = y.data_ptr()
+    assert ptr % (2 << 20) == 0  # whole huge pages
+    assert pt.cpu_output_cache()["cached_buffers"] == 0
+    del y
+    info = pt.cpu_output_cache()
+    assert (info["cached_buffers"], info["cached_bytes"]) == (1, 12 << 20)
+    # Overwrite what the buffer holds, then reuse it: every element is rewritten.
+    y = sigmoid_table(-x)
+    assert y.data_ptr() == ptr and pt.cpu_output_cache()["cached_buffers"] == 0
+    del y
+    y = sigmoid_table(x)
+    assert y.data_ptr() == ptr and torch.equal(y, want)
+    v = y[5:]
+    del y
+    assert pt.cpu_output_cache()["cached_buffers"] == 0  # the view holds the storage
+    del v
+    assert pt.cpu_output_cache()["cached_buffers"] == 1
+    # Below 4 MiB: PyTorch's allocator; a much larger output: a new buffer.
+    small = sigmoid_table(x[: 1 << 18])
+    assert pt.cpu_output_cache()["cached_buffers"] == 1
+    assert torch.equal(small, want[: 1 << 18])
+    big = sigmoid_table(torch.cat([x, x]))
+    assert big.data_ptr() != ptr and pt.cpu_output_cache()["cached_buffers"] == 1
+    assert torch.equal(big, torch.cat([want, want]))
+    # 16-bit outputs (half the bytes) do not take a 12 MiB buffer; they are correct.
+    for dt in (torch.bfloat16, torch.float16):
+        xh = x.to(dt)
+        yh = sigmoid_table(xh)
+        assert yh.dtype == dt and yh.data_ptr() != ptr
+        assert torch.equal(yh, torch.from_numpy(reference_eval(sigmoid_table, xh.float().numpy())).to(dt))
+    # (The bf16 output was alive while the f16 one was made: two 6 MiB buffers.) Freed,
+    # all four buffers are cached (48 MiB of the 64).
+    del yh, big, small
+    assert pt.cpu_output_cache()["cached_buffers"] == 4
+    assert pt.empty_cpu_output_cache() == (12 + 6 + 6 + 24) << 20
+    assert pt.cpu_output_cache()["cached_bytes"] == 0
+
+
+def test_cpu_output_cache_limit(sigmoid_table, output_cache):
+    """The cache keeps at most its limit of unused memory (the oldest buffers leave
+    first); 0 turns it off; bad limits are clear errors."""
+    x = torch.linspace(-10, 10, 3 << 20)
+    pt.cpu_output_cache(16)
+    a, b = sigmoid_table(x), sigmoid_table(x)
+    pa, pb = a.data_ptr(), b.data_ptr()
+    del a, b
+    assert pt.cpu_output_cache()["cached_bytes"] == 12 << 20  # a left when b came
+    c = sigmoid_table(x)
+    assert c.data_ptr() == pb and c.data_ptr() != pa
+    del c
+    assert pt.cpu_output_cache(0) == {"limit_bytes": 0, "cached_buffers": 0, "cached_bytes": 0}
+    y = sigmoid_table(x)  # PyTorch's allocator
+    assert torch.equal(y, torch.from_numpy(reference_eval(sigmoid_table, x.numpy())))
+    del y
+    assert pt.cpu_output_cache()["cached_buffers"] == 0
+    for bad in (-1, float("nan"), float("inf"), "8", True):
+        with pytest.raises(pwpa.ArgumentError, match="limit_mb"):
+            pt.cpu_output_cache(bad)
+
+
+def test_cpu_output_cache_tensors_behave(sigmoid_table, output_cache):
+    """Outputs from the cache: channels_last layouts kept, autograd, save/load, pickling,
+    shared memory, freeing on another thread; growing one in place is PyTorch's clear
+    error (its storage is not resizable)."""
+    import io
+    import pickle
+    import threading
+
+    x = torch.randn(4, 32, 96, 96).to(memory_format=torch.channels_last) * 4  # 4.5 MiB
+    y = sigmoid_table(x)
+    assert y.stride() == x.stride()
+    assert torch.equal(y, torch.from_numpy(reference_eval(sigmoid_table, x.numpy())).reshape(x.shape))
+    buf = io.BytesIO()
+    torch.save(y, buf)
+    buf.seek(0)
+    assert torch.equal(torch.load(buf), y)
+    assert torch.equal(pickle.loads(pickle.dumps(y)), y)
+    g = x.detach().requires_grad_()
+    sigmoid_table(g).sum().backward()
+    d = sigmoid_table.derivative()
+    assert torch.equal(g.grad, torch.from_numpy(reference_eval(d, x.numpy())).reshape(x.shape))
+    r = sigmoid_table(x)
+    with pytest.raises(RuntimeError, match="not resizable"):
+        r.resize_(x.numel() * 2)
+    del r
+    z = sigmoid_table(x)
+    z.share_memory_()  # moves the data to shared memory; the buffer returns
+    assert z.is_shared() and torch.equal(z, y)
+    before = pt.cpu_output_cache()["cached_buffers"]
+    held = [y]
+    del y
+    t = threading.Thread(target=held.clear)
+    t.start()
+    t.join()
+    assert pt.cpu_output_cache()["cached_buffers"] == before + 1
+
+
 def test_gradient_is_the_derivative_table(random_table):
     x = torch.from_numpy(centres(random_table)).requires_grad_()
     y = random_table(x)
