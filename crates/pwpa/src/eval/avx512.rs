@@ -1087,3 +1087,53 @@ pub(crate) unsafe fn run(pr: &Prepared, ti: u8, to: u8, src: *const u8, dst: *mu
         }
     }
 }
+
+/// `dst[j] = t[src[j]]` for j < n through 32-bit gathers, 16 elements at a time (for the
+/// 16-bit result tables on cores where gathers are fast: [`prefer_row_gathers`]). With
+/// `WIDE` the table holds u32 results (`t` has 65,536 of them, scale 4); else u16 results
+/// read as the low half of a 32-bit load at scale 2, so `t` must hold 65,537 u16 (one past
+/// the last index, whose value is never used), and `vpmovdw` keeps the low halves.
+/// Full vectors only; returns how many elements it did (a multiple of 16), the caller does
+/// the rest. With `nt`, 64-byte-aligned full output vectors are stored non-temporally
+/// (the caller fences).
+///
+/// # Safety
+/// [`available`] must be true; `t` as above; `src` valid for `n` reads, `dst` for `n`
+/// writes (aligned for its type); not overlapping, or equal.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+pub(crate) unsafe fn lut_gather<const WIDE: bool>(
+    t: *const u8,
+    src: *const u16,
+    dst: *mut u8,
+    n: usize,
+    nt: bool,
+) -> usize {
+    let full = n / 16;
+    for v in 0..full {
+        let j = v * 16;
+        // SAFETY: elements j .. j + 16 are below n; every u16 index (scaled) stays inside
+        // the table, by the contract.
+        unsafe {
+            let idx = _mm512_cvtepu16_epi32(_mm256_loadu_si256(src.add(j) as *const __m256i));
+            if WIDE {
+                let g = _mm512_i32gather_epi32::<4>(idx, t as *const i32);
+                let d = (dst as *mut u32).add(j);
+                if nt && (d as usize).is_multiple_of(64) {
+                    _mm512_stream_si512(d as *mut __m512i, g);
+                } else {
+                    _mm512_storeu_si512(d as *mut __m512i, g);
+                }
+            } else {
+                let g = _mm512_i32gather_epi32::<2>(idx, t as *const i32);
+                let h = _mm512_cvtepi32_epi16(g);
+                let d = (dst as *mut u16).add(j);
+                if nt && (d as usize).is_multiple_of(32) {
+                    _mm256_stream_si256(d as *mut __m256i, h);
+                } else {
+                    _mm256_storeu_si256(d as *mut __m256i, h);
+                }
+            }
+        }
+    }
+    full * 16
+}

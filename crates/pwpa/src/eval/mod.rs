@@ -192,7 +192,8 @@ struct Luts {
 /// A borrowed result table.
 #[derive(Clone, Copy)]
 enum Lut<'a> {
-    To16(&'a [u16; 65536]),
+    /// 65,537 entries: the last one pads the 32-bit gathers of [`avx512::lut_gather`].
+    To16(&'a [u16; 65537]),
     To32(&'a [u32; 65536]),
 }
 
@@ -490,8 +491,8 @@ impl Evaluator {
             }
             k => {
                 let t = self.luts.to16[ti][k as usize - 1].get_or_init(|| {
-                    let (x, mut out) = (all(), vec![0u16; 65536]);
-                    // SAFETY: T and U are 16-bit types.
+                    let (x, mut out) = (all(), vec![0u16; 65537]);
+                    // SAFETY: T and U are 16-bit types (the last entry stays 0: padding).
                     unsafe { self.run(x.as_ptr() as *const T, out.as_mut_ptr() as *mut U, 65536) };
                     out.into_boxed_slice()
                 });
@@ -518,10 +519,56 @@ impl Evaluator {
         unsafe {
             match lut {
                 None => self.run(src, dst, n),
-                Some(Lut::To16(t)) => lut_loop(t, src16, dst as *mut u16, n),
-                Some(Lut::To32(t)) => lut_loop(t, src16, dst as *mut u32, n),
+                Some(Lut::To16(t)) => {
+                    let done =
+                        self.lut_gathered(t.as_ptr() as *const u8, false, src16, dst as *mut u8, n);
+                    let t: &[u16; 65536] = t[..65536].try_into().expect("65,536 of 65,537");
+                    lut_loop(t, src16.add(done), (dst as *mut u16).add(done), n - done)
+                }
+                Some(Lut::To32(t)) => {
+                    let done =
+                        self.lut_gathered(t.as_ptr() as *const u8, true, src16, dst as *mut u8, n);
+                    lut_loop(t, src16.add(done), (dst as *mut u32).add(done), n - done)
+                }
             }
         }
+    }
+
+    /// The leading whole vectors of a result-table lookup by AVX-512 gathers, where they
+    /// are the faster way ([`avx512::prefer_row_gathers`]: Intel); returns how many
+    /// elements were done (0 elsewhere). Intel VM, session 40, `bench/cpu_lab/ab.sh
+    /// --normal 4`, .cpu-tables, new/old (min): two threads at 2^24 bf16 0.85–0.95, f16
+    /// 0.91–0.94; one thread at 2^22 bf16 0.88–0.90; at 2^18 0.99–1.02 and at 2^20 f16
+    /// 1.02–1.14 (medians 0.91–1.13): the table loads bound both ways there.
+    ///
+    /// # Safety
+    /// As [`avx512::lut_gather`] (`wide`: its `WIDE`).
+    #[allow(unused_variables)]
+    unsafe fn lut_gathered(
+        &self,
+        t: *const u8,
+        wide: bool,
+        src: *const u16,
+        dst: *mut u8,
+        n: usize,
+    ) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if self.backend == Backend::Avx512 && self.prepared.row_gathers {
+            // SAFETY: the backend was checked when chosen; the rest is the contract.
+            let done = unsafe {
+                if wide {
+                    avx512::lut_gather::<true>(t, src, dst, n, n >= NT_MIN)
+                } else {
+                    avx512::lut_gather::<false>(t, src, dst, n, n >= NT_MIN)
+                }
+            };
+            if n >= NT_MIN {
+                // SAFETY: SSE2, part of x86-64 (non-temporal stores before the reader).
+                unsafe { std::arch::x86_64::_mm_sfence() };
+            }
+            return done;
+        }
+        0
     }
 
     fn parallel(&self, n: usize) -> bool {
