@@ -811,16 +811,21 @@ unsafe fn step<
     unsafe {
         let zero = _mm512_setzero_ps();
         let (mut x, mut xs, mut xp) = ([zero; K], [zero; K], [zero; K]);
-        let (mut lo_m, mut hi_m, mut nan_m) = ([0; K], [0; K], [0; K]);
+        let (mut lo_m, mut hi_m) = ([0; K], [0; K]);
         each!(K, |v| {
             // SAFETY: the lanes of m[v] at j + 16 v are readable.
             x[v] = load::<TI>(src, j + 16 * v, m[v]);
             lo_m[v] = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x[v], c.lo);
             hi_m[v] = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x[v], c.hi);
-            nan_m[v] = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x[v], x[v]);
-            let inr = !(lo_m[v] | hi_m[v] | nan_m[v]);
-            // Lanes outside [b_0, b_P] (and NaN) index on b_0.
-            xs[v] = _mm512_mask_mov_ps(c.lo, inr, x[v]);
+            // The point that finds the piece: x clamped to [b_0, b_P], NaN to b_0
+            // (`vmaxps` returns its second operand when the first is NaN). Left-tail
+            // lanes index piece 0 and right-tail ones piece P − 1 (the uniform index of
+            // b_P is P − 1; the searches count the interior breakpoints ≤ b_P). A zero of
+            // the other sign than b_0 or b_P indexes the same piece as x would. Two
+            // instructions instead of a third compare, mask logic and a blend: Intel VM,
+            // session 40, `cpu_lab` P16 D3 / P256 D3 with this and the NaN change below,
+            // see `bench/cpu_lab/NOTES.md`.
+            xs[v] = _mm512_min_ps(_mm512_max_ps(x[v], c.lo), c.hi);
             // Clamped tails evaluate the edge piece at the edge point (the branches
             // test loop invariants).
             xp[v] = x[v];
@@ -876,10 +881,13 @@ unsafe fn step<
             // The search tables are those of a W-entry list.
             search::<W, K>(c.search, &xs)
         };
-        each!(K, |v| {
-            // Right-tail lanes use the last piece (left-tail ones already index 0).
-            idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
-        });
+        if !UNIFORM {
+            each!(K, |v| {
+                // Right-tail lanes use the last piece (left-tail ones already index 0);
+                // the lookup grid's last cell is not relied on for b_P.
+                idx[v] = _mm512_mask_mov_epi32(idx[v], hi_m[v], c.pmax_i);
+            });
+        }
         let mut r = [zero; K];
         if ROWS {
             each!(K, |v| {
@@ -911,8 +919,13 @@ unsafe fn step<
         }
         each!(K, |v| {
             let mut rv = tails_blend(c, r[v], lo_m[v], hi_m[v], x[v]);
-            // NaN lanes (a degree-0 piece would not propagate them).
-            rv = _mm512_mask_mov_ps(rv, nan_m[v], x[v]);
+            // NaN lanes: t = x − anchor is NaN there (xp keeps the NaN: the clamps and
+            // tails take ordered masks), so from degree 1 on Horner's FMAs give NaN; a
+            // degree-0 piece does not propagate it. (`store` makes every NaN canonical.)
+            if c.d == 0 {
+                let nan_m = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x[v], x[v]);
+                rv = _mm512_mask_mov_ps(rv, nan_m, x[v]);
+            }
             // The lanes of m[v] at j + 16 v are writable; all K vectors were read first.
             store::<TO>(dst, j + 16 * v, rv, m[v], c.nt);
         });
