@@ -168,45 +168,103 @@ struct DLManagedTensor {
     deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
 }
 
-/// What a capsule owns: the managed tensor (first, so that a pointer to it is a pointer to
-/// this), its shape and strides, and the buffer.
+/// DLPack ≥ 1.0's managed tensor ("dltensor_versioned" capsules): numpy makes writable
+/// arrays only from these (read-only ones from the legacy kind).
 #[repr(C)]
-struct Owner {
-    managed: DLManagedTensor,
+struct DLManagedTensorVersioned {
+    version: [u32; 2],
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
+    flags: u64,
+    dl_tensor: DLTensor,
+}
+
+/// What a capsule owns: the managed tensor M (first, so that a pointer to it is a pointer
+/// to this), its shape and strides, and the buffer.
+#[repr(C)]
+struct Owner<M> {
+    managed: M,
     shape: [i64; 1],
     strides: [i64; 1],
     buf: (usize, usize),
 }
 
-unsafe extern "C" fn deleter(m: *mut DLManagedTensor) {
+unsafe extern "C" fn deleter<M>(m: *mut M) {
     if m.is_null() {
         return;
     }
-    // SAFETY: m is the `managed` field (offset 0) of an `Owner` leaked by `cpu_output`,
+    // SAFETY: m is the `managed` field (offset 0) of an `Owner<M>` leaked by `cpu_output`,
     // and DLPack calls the deleter once.
-    let owner = unsafe { Box::from_raw(m as *mut Owner) };
+    let owner = unsafe { Box::from_raw(m as *mut Owner<M>) };
     give(owner.buf);
 }
 
 const NAME: &CStr = c"dltensor";
+const NAME_VERSIONED: &CStr = c"dltensor_versioned";
 
-/// The capsule's destructor: frees the tensor if no consumer took it (a consumer renames
+/// The capsules' destructors: free the tensor if no consumer took it (a consumer renames
 /// the capsule and calls the deleter itself when done).
 unsafe extern "C" fn capsule_destructor(cap: *mut pyo3::ffi::PyObject) {
     // SAFETY: cap is a live capsule (its destructor is running).
     unsafe {
         if pyo3::ffi::PyCapsule_IsValid(cap, NAME.as_ptr()) == 1 {
-            let m = pyo3::ffi::PyCapsule_GetPointer(cap, NAME.as_ptr()) as *mut DLManagedTensor;
-            deleter(m);
+            let m = pyo3::ffi::PyCapsule_GetPointer(cap, NAME.as_ptr());
+            deleter(m as *mut DLManagedTensor);
         }
     }
+}
+
+unsafe extern "C" fn capsule_destructor_versioned(cap: *mut pyo3::ffi::PyObject) {
+    // SAFETY: as above.
+    unsafe {
+        if pyo3::ffi::PyCapsule_IsValid(cap, NAME_VERSIONED.as_ptr()) == 1 {
+            let m = pyo3::ffi::PyCapsule_GetPointer(cap, NAME_VERSIONED.as_ptr());
+            deleter(m as *mut DLManagedTensorVersioned);
+        }
+    }
+}
+
+/// A capsule named `name` owning `owner` (freed here if the capsule cannot be made).
+///
+/// # Safety
+/// `owner` is a leaked `Box<Owner<M>>`; `destructor` and `name` belong to M.
+unsafe fn capsule<M>(
+    py: Python<'_>,
+    owner: *mut Owner<M>,
+    name: &'static CStr,
+    destructor: unsafe extern "C" fn(*mut pyo3::ffi::PyObject),
+) -> PyResult<Py<PyAny>> {
+    // SAFETY: the name is a static C string; the destructor frees the tensor when the
+    // capsule dies unconsumed.
+    let cap = unsafe {
+        pyo3::ffi::PyCapsule_New(
+            owner as *mut c_void,
+            name.as_ptr() as *const c_char,
+            Some(destructor),
+        )
+    };
+    if cap.is_null() {
+        // SAFETY: not handed to anyone: free it here.
+        unsafe { deleter(owner as *mut M) };
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference returned by PyCapsule_New.
+    Ok(unsafe { Bound::from_owned_ptr(py, cap) }.unbind())
 }
 
 /// A DLPack capsule of a new 1-D CPU tensor of `numel` elements of `dtype` ("float32",
 /// "float16" or "bfloat16"), uninitialised, from the output cache (`torch.from_dlpack`
 /// turns it into a tensor whose storage returns the buffer to the cache when freed).
+/// `versioned`: a DLPack 1.0 capsule ("dltensor_versioned", what numpy's `from_dlpack`
+/// needs for a writable array), else a legacy "dltensor" one (what every PyTorch reads).
 #[pyfunction]
-pub fn cpu_output(py: Python<'_>, numel: usize, dtype: &str) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (numel, dtype, versioned=false))]
+pub fn cpu_output(
+    py: Python<'_>,
+    numel: usize,
+    dtype: &str,
+    versioned: bool,
+) -> PyResult<Py<PyAny>> {
     let (code, bits) = match dtype {
         "float32" => (2u8, 32u8),
         "float16" => (2, 16),
@@ -224,53 +282,63 @@ pub fn cpu_output(py: Python<'_>, numel: usize, dtype: &str) -> PyResult<Py<PyAn
     let buf = take(nbytes).ok_or_else(|| {
         PyMemoryError::new_err(format!("cpu_output: could not allocate {nbytes} bytes"))
     })?;
-    let owner = Box::into_raw(Box::new(Owner {
-        managed: DLManagedTensor {
-            dl_tensor: DLTensor {
-                data: buf.0 as *mut c_void,
-                device: DLDevice {
-                    device_type: 1, // kDLCPU
-                    device_id: 0,
-                },
-                ndim: 1,
-                dtype: DLDataType {
-                    code,
-                    bits,
-                    lanes: 1,
-                },
-                shape: std::ptr::null_mut(),
-                strides: std::ptr::null_mut(),
-                byte_offset: 0,
-            },
-            manager_ctx: std::ptr::null_mut(),
-            deleter: Some(deleter),
+    let tensor = DLTensor {
+        data: buf.0 as *mut c_void,
+        device: DLDevice {
+            device_type: 1, // kDLCPU
+            device_id: 0,
         },
-        shape: [numel as i64],
-        strides: [1],
-        buf,
-    }));
-    // SAFETY: owner is a valid, leaked Box; the shape and strides live as long as it.
-    unsafe {
-        (*owner).managed.dl_tensor.shape = (*owner).shape.as_mut_ptr();
-        (*owner).managed.dl_tensor.strides = (*owner).strides.as_mut_ptr();
-        (*owner).managed.manager_ctx = owner as *mut c_void;
-    }
-    // SAFETY: the name is a static C string; the destructor frees the tensor when the
-    // capsule dies unconsumed.
-    let cap = unsafe {
-        pyo3::ffi::PyCapsule_New(
-            owner as *mut c_void,
-            NAME.as_ptr() as *const c_char,
-            Some(capsule_destructor),
-        )
+        ndim: 1,
+        dtype: DLDataType {
+            code,
+            bits,
+            lanes: 1,
+        },
+        shape: std::ptr::null_mut(),
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
     };
-    if cap.is_null() {
-        // SAFETY: not handed to anyone: free it here.
-        unsafe { deleter(owner as *mut DLManagedTensor) };
-        return Err(PyErr::fetch(py));
+    macro_rules! make {
+        ($managed:expr, $name:expr, $destructor:expr) => {{
+            let owner = Box::into_raw(Box::new(Owner {
+                managed: $managed,
+                shape: [numel as i64],
+                strides: [1],
+                buf,
+            }));
+            // SAFETY: owner is a valid, leaked Box; the shape and strides live as long as
+            // it; `capsule` gets the name and destructor of its managed type.
+            unsafe {
+                (*owner).managed.dl_tensor.shape = (*owner).shape.as_mut_ptr();
+                (*owner).managed.dl_tensor.strides = (*owner).strides.as_mut_ptr();
+                (*owner).managed.manager_ctx = owner as *mut c_void;
+                capsule(py, owner, $name, $destructor)
+            }
+        }};
     }
-    // SAFETY: a new reference returned by PyCapsule_New.
-    Ok(unsafe { Bound::from_owned_ptr(py, cap) }.unbind())
+    if versioned {
+        make!(
+            DLManagedTensorVersioned {
+                version: [1, 0],
+                manager_ctx: std::ptr::null_mut(),
+                deleter: Some(deleter::<DLManagedTensorVersioned>),
+                flags: 0, // writable, not a copy
+                dl_tensor: tensor,
+            },
+            NAME_VERSIONED,
+            capsule_destructor_versioned
+        )
+    } else {
+        make!(
+            DLManagedTensor {
+                dl_tensor: tensor,
+                manager_ctx: std::ptr::null_mut(),
+                deleter: Some(deleter::<DLManagedTensor>),
+            },
+            NAME,
+            capsule_destructor
+        )
+    }
 }
 
 /// The cache's limit in bytes (`set`: a new limit; unused buffers above it are freed).

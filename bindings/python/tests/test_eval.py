@@ -238,3 +238,43 @@ def test_masked_arrays_keep_their_mask(random_table):
     # The mask is a copy: unmasking the result leaves the input's mask alone.
     y.mask[1] = False
     assert m.mask[1]
+
+
+@pytest.fixture
+def output_cache():
+    """pwpa's CPU output cache, empty, restored to its limit afterwards."""
+    limit = pwpa.cpu_output_cache()["limit_bytes"]
+    pwpa.empty_cpu_output_cache()
+    yield
+    pwpa.cpu_output_cache(limit / (1 << 20))
+    pwpa.empty_cpu_output_cache()
+
+
+@pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) < "2.1.0", reason="numpy < 2.1: no DLPack 1.0")
+def test_numpy_outputs_from_the_cpu_output_cache(sigmoid_table, output_cache):
+    """A numpy output of 4 MiB or more (float32, float16) comes from pwpa's CPU output
+    cache: writable, the reference's values, its memory reused once freed; with the cache
+    off, numpy's own allocation."""
+    x = np.linspace(-10, 10, 3 << 20, dtype=np.float32)
+    want = reference_eval(sigmoid_table, x)
+    y = sigmoid_table(x)
+    assert y.flags.writeable and y.flags.c_contiguous and not y.flags.owndata
+    assert np.array_equal(f32_to_bits(y, "f32"), f32_to_bits(want, "f32"))
+    ptr = y.ctypes.data
+    assert ptr % (2 << 20) == 0
+    y[:] = np.nan  # written by the caller, then freed
+    del y
+    assert pwpa.cpu_output_cache()["cached_buffers"] == 1
+    y = sigmoid_table(x.reshape(768, 4096))
+    assert y.ctypes.data == ptr and y.shape == (768, 4096)
+    assert np.array_equal(f32_to_bits(y.ravel(), "f32"), f32_to_bits(want, "f32"))
+    xh = x.astype(np.float16)
+    yh = sigmoid_table(xh)
+    assert yh.dtype == np.float16 and yh.flags.writeable and not yh.flags.owndata
+    wanth = reference_eval(sigmoid_table, xh.astype(np.float32)).astype(np.float16)
+    assert np.array_equal(yh.view(np.uint16), wanth.view(np.uint16))
+    del y, yh
+    assert pwpa.cpu_output_cache()["cached_buffers"] == 2
+    pwpa.cpu_output_cache(0)
+    y = sigmoid_table(x)
+    assert y.flags.owndata and np.array_equal(f32_to_bits(y, "f32"), f32_to_bits(want, "f32"))

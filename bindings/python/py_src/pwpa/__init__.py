@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _native
-from ._eval import eval_array
+from ._eval import cpu_output_cache, empty_cpu_output_cache, eval_array
 from .errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -59,6 +59,8 @@ __all__ = [
     "cuda_available",
     "cuda_compiled",
     "set_parallelism",
+    "cpu_output_cache",
+    "empty_cpu_output_cache",
     "PwpaError",
     "TableError",
     "FitError",

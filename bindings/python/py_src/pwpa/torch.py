@@ -35,6 +35,8 @@ from . import _native
 from ._native import advise_hugepages
 from .errors import ArgumentError, ArgumentTypeError
 from ._eval import (
+    cpu_output_cache,
+    empty_cpu_output_cache,
     _aligned,
     _dense,
     _fresh,
@@ -88,36 +90,6 @@ def _out_like(x: torch.Tensor, dtype: torch.dtype = None, real: bool = False) ->
     if real and y.device.type == "cpu":
         advise_hugepages(y.data_ptr(), y.numel() * y.element_size())
     return y
-
-
-def cpu_output_cache(limit_mb: float = None) -> dict:
-    """The CPU output cache: pwpa keeps the memory of CPU outputs of 4 MiB or more after
-    their tensors are freed and gives it to the next output of about the same size, as
-    PyTorch's CUDA caching allocator does for device memory. A fresh large CPU tensor
-    from PyTorch's allocator is new memory whose every page faults and is zeroed on the
-    first write, which costs several times the evaluation itself (2^24 f32 elements on two
-    cores: about 4 ms to evaluate, 12-24 ms with fresh pages).
-
-    At most ``limit_mb`` MiB of unused memory is kept (the oldest buffers are freed
-    first); the default is 1024, or the environment variable ``PWPA_CPU_OUTPUT_CACHE_MB``
-    read at the first large output. ``limit_mb=0`` turns the cache off (outputs then come
-    from PyTorch's allocator). Tensors from the cache are ordinary CPU tensors except that
-    their storage cannot be resized in place (``y.resize_`` to a larger size raises).
-
-    Returns ``{"limit_bytes", "cached_buffers", "cached_bytes"}`` after applying
-    ``limit_mb`` (None: unchanged)."""
-    if limit_mb is not None:
-        if not isinstance(limit_mb, (int, float)) or isinstance(limit_mb, bool) or not limit_mb >= 0 or math.isinf(limit_mb):
-            raise ArgumentError(f"limit_mb must be a finite number >= 0 (MiB), not {limit_mb!r}")
-        _native.cpu_output_cache_limit(int(limit_mb * (1 << 20)))
-    bufs, nbytes = _native.cpu_output_cache_info()
-    return {"limit_bytes": _native.cpu_output_cache_limit(), "cached_buffers": bufs, "cached_bytes": nbytes}
-
-
-def empty_cpu_output_cache() -> int:
-    """Frees the unused memory that the CPU output cache holds (:func:`cpu_output_cache`);
-    returns the bytes freed. Tensors still alive keep theirs and return it when freed."""
-    return _native.cpu_output_cache_clear()
 
 
 def _eval_impl(x: torch.Tensor, table: int) -> torch.Tensor:
