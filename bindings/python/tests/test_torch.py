@@ -187,6 +187,39 @@ def test_cpu_output_cache_tensors_behave(sigmoid_table, output_cache):
     assert pt.cpu_output_cache()["cached_buffers"] == before + 1
 
 
+def test_cpu_output_cache_from_many_threads(sigmoid_table, output_cache):
+    """Threads that make and free outputs at once (the cache's list is shared; buffers
+    come back from whichever thread frees them): every result right, and the cache ends
+    within its limit holding only whole buffers."""
+    import threading
+
+    pt.cpu_output_cache(40)
+    xs = [torch.linspace(-10 + k, 10 - k, (1 << 20) + 4096 * k) for k in range(4)]
+    wants = [torch.from_numpy(reference_eval(sigmoid_table, x.numpy())) for x in xs]
+    bad = []
+    held = []
+
+    def work(k: int) -> None:
+        for i in range(12):
+            y = sigmoid_table(xs[k])
+            if not torch.equal(y, wants[k]):
+                bad.append((k, i))
+            if i % 3 == 0:
+                held.append(y)  # freed later, by the main thread
+            del y
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert bad == []
+    held.clear()
+    info = pt.cpu_output_cache()
+    assert 0 < info["cached_bytes"] <= 40 << 20
+    assert info["cached_bytes"] % (2 << 20) == 0 and info["cached_buffers"] >= 1
+
+
 def test_gradient_is_the_derivative_table(random_table):
     x = torch.from_numpy(centres(random_table)).requires_grad_()
     y = random_table(x)
