@@ -212,7 +212,14 @@ def grad_mul_into(deriv: Any, x: Any, grad: Any, out: Any) -> Any:
         # another (e.g. the expanded ones of a sum's backward), then one pass in place.
         xc, target = x, out
         same = g_ok and _same_layout(x, grad)
-        gc = grad if same else torch.empty_like(x, dtype=grad.dtype).copy_(grad)
+        if not same:
+            # (e.g. the stride-0 ones of a sum's backward; a cached buffer on the CPU)
+            gc = cpu_cached_like(x, grad.dtype)
+            if gc is None:
+                gc = torch.empty_like(x, dtype=grad.dtype)
+            gc.copy_(grad)
+        else:
+            gc = grad
     else:
         xc = x.contiguous() if x_ok else _fresh(x)
         gc = grad.contiguous() if g_ok else _fresh(grad)
@@ -352,6 +359,27 @@ def empty_cpu_output_cache() -> int:
     """Frees the unused memory that the CPU output cache holds (:func:`cpu_output_cache`);
     returns the bytes freed. Tensors still alive keep theirs and return it when freed."""
     return _native_mod().cpu_output_cache_clear()
+
+
+def cpu_cached_like(x: Any, dtype: Any) -> Any:
+    """An uninitialised CPU tensor shaped like x (x's strides: x is contiguous or dense)
+    of a float dtype from pwpa's CPU output cache, for 4 MiB or more while the cache is
+    on; else None (then allocate as usual)."""
+    torch = _torch()
+    name = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}.get(dtype)
+    if name is None or x.device.type != "cpu" or torch.compiler.is_compiling():
+        # (while Dynamo traces, an ordinary allocation: native calls would break its graph)
+        return None
+    n = x.numel()
+    if n * (4 if dtype is torch.float32 else 2) < _native_mod().CPU_OUTPUT_MIN_BYTES:
+        return None
+    if _native_mod().cpu_output_cache_limit() == 0:
+        return None
+    if x.is_contiguous():
+        return torch.from_dlpack(_native_mod().cpu_output(n, name)).view(x.shape)
+    if _dense(x):
+        return torch.from_dlpack(_native_mod().cpu_output(n, name)).as_strided(x.shape, x.stride())
+    return None
 
 
 class _CachedBuffer:

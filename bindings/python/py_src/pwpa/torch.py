@@ -35,6 +35,7 @@ from . import _native
 from ._native import advise_hugepages
 from .errors import ArgumentError, ArgumentTypeError
 from ._eval import (
+    cpu_cached_like,
     cpu_output_cache,
     empty_cpu_output_cache,
     _aligned,
@@ -60,9 +61,6 @@ __all__ = [
 ]
 
 
-_CACHE_DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
-
-
 def _out_like(x: torch.Tensor, dtype: torch.dtype = None, real: bool = False) -> torch.Tensor:
     """An uninitialised tensor shaped like x, with x's strides when x is dense (as
     ``torch.empty_like`` keeps them), else contiguous. ``real``: an op's implementation
@@ -76,16 +74,10 @@ def _out_like(x: torch.Tensor, dtype: torch.dtype = None, real: bool = False) ->
     # autograd.Function's forward runs the implementation); the native calls would break
     # its graph, and an ordinary allocation is what the compiled graph wants.
     real = real and not torch.compiler.is_compiling()
-    name = _CACHE_DTYPES.get(dtype) if real and x.device.type == "cpu" else None
-    if (
-        name is not None
-        and x.numel() * (4 if dtype is torch.float32 else 2) >= _native.CPU_OUTPUT_MIN_BYTES
-        and _native.cpu_output_cache_limit() > 0
-    ):
-        if x.is_contiguous():
-            return torch.from_dlpack(_native.cpu_output(x.numel(), name)).view(x.shape)
-        if _dense(x):
-            return torch.from_dlpack(_native.cpu_output(x.numel(), name)).as_strided(x.shape, x.stride())
+    if real:
+        y = cpu_cached_like(x, dtype)
+        if y is not None:
+            return y
     y = torch.empty_like(x, dtype=dtype, memory_format=torch.preserve_format)
     if real and y.device.type == "cpu":
         advise_hugepages(y.data_ptr(), y.numel() * y.element_size())
