@@ -95,45 +95,51 @@ fn take(nbytes: usize) -> Option<(usize, usize)> {
     Some((ptr as usize, cap))
 }
 
+impl Free {
+    /// Takes the oldest buffers out until at most `lim` bytes are left; returns them.
+    fn trim(&mut self, lim: usize) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        while self.bytes > lim {
+            let old = self.bufs.pop_front().expect("bytes > 0 means a buffer");
+            self.bytes -= old.1;
+            out.push(old);
+        }
+        out
+    }
+}
+
+/// Frees buffers of `take`; returns their bytes.
+fn release(bufs: Vec<(usize, usize)>) -> usize {
+    let mut n = 0;
+    for (p, c) in bufs {
+        n += c;
+        // SAFETY: allocated by `take` with this layout, and no longer referenced.
+        unsafe { dealloc(p as *mut u8, layout(c)) };
+    }
+    n
+}
+
 /// Returns a buffer: kept while the unused ones fit in the limit (the oldest leave first),
 /// else freed.
 fn give(buf: (usize, usize)) {
     let lim = limit();
-    let mut evict = Vec::new();
-    match FREE.try_lock() {
+    let evict = match FREE.try_lock() {
         Ok(mut free) if buf.1 <= lim => {
             free.bufs.push_back(buf);
             free.bytes += buf.1;
-            while free.bytes > lim {
-                let old = free.bufs.pop_front().expect("bytes > 0 means a buffer");
-                free.bytes -= old.1;
-                evict.push(old);
-            }
+            free.trim(lim)
         }
-        _ => evict.push(buf),
-    }
-    for (p, c) in evict {
-        // SAFETY: allocated by `take` with this layout, and no longer referenced.
-        unsafe { dealloc(p as *mut u8, layout(c)) };
-    }
+        _ => vec![buf],
+    };
+    release(evict);
 }
 
-/// Frees every unused buffer; returns the bytes freed.
-fn clear() -> usize {
-    let bufs: Vec<(usize, usize)> = match FREE.lock() {
-        Ok(mut free) => {
-            free.bytes = 0;
-            free.bufs.drain(..).collect()
-        }
-        Err(_) => return 0,
-    };
-    let mut n = 0;
-    for (p, c) in bufs {
-        n += c;
-        // SAFETY: as in `give`.
-        unsafe { dealloc(p as *mut u8, layout(c)) };
-    }
-    n
+/// Frees the unused buffers above `lim` bytes (the oldest first); returns the bytes freed.
+fn trim(lim: usize) -> usize {
+    let evict = FREE
+        .lock()
+        .map_or_else(|_| Vec::new(), |mut free| free.trim(lim));
+    release(evict)
 }
 
 // DLPack (v0.8 ABI, the legacy "dltensor" capsule that every PyTorch version reads).
@@ -347,19 +353,7 @@ pub fn cpu_output(
 pub fn cpu_output_cache_limit(set: Option<usize>) -> usize {
     if let Some(l) = set {
         LIMIT.store(l.min(UNSET - 1), Ordering::Relaxed);
-        // Trim to the new limit.
-        let mut evict = Vec::new();
-        if let Ok(mut free) = FREE.lock() {
-            while free.bytes > l {
-                let old = free.bufs.pop_front().expect("bytes > 0 means a buffer");
-                free.bytes -= old.1;
-                evict.push(old);
-            }
-        }
-        for (p, c) in evict {
-            // SAFETY: as in `give`.
-            unsafe { dealloc(p as *mut u8, layout(c)) };
-        }
+        trim(l);
     }
     limit()
 }
@@ -373,5 +367,5 @@ pub fn cpu_output_cache_info() -> (usize, usize) {
 /// Frees every unused buffer of the cache; returns the bytes freed.
 #[pyfunction]
 pub fn cpu_output_cache_clear() -> usize {
-    clear()
+    trim(0)
 }

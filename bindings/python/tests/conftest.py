@@ -160,6 +160,16 @@ def sigmoid64(x):
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
+@pytest.fixture
+def output_cache():
+    """pwpa's CPU output cache, empty, restored to its limit afterwards."""
+    limit = pwpa.cpu_output_cache()["limit_bytes"]
+    pwpa.empty_cpu_output_cache()
+    yield
+    pwpa.cpu_output_cache(limit / (1 << 20))
+    pwpa.empty_cpu_output_cache()
+
+
 @pytest.fixture(scope="session")
 def sigmoid_table():
     return lsq_table(sigmoid64, -8.0, 8.0, 32, 3, left=0.0, right=("linear", 0.0, 1.0))

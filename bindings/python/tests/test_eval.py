@@ -240,16 +240,6 @@ def test_masked_arrays_keep_their_mask(random_table):
     assert m.mask[1]
 
 
-@pytest.fixture
-def output_cache():
-    """pwpa's CPU output cache, empty, restored to its limit afterwards."""
-    limit = pwpa.cpu_output_cache()["limit_bytes"]
-    pwpa.empty_cpu_output_cache()
-    yield
-    pwpa.cpu_output_cache(limit / (1 << 20))
-    pwpa.empty_cpu_output_cache()
-
-
 @pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) < "2.1.0", reason="numpy < 2.1: no DLPack 1.0")
 def test_numpy_outputs_from_the_cpu_output_cache(sigmoid_table, output_cache):
     """A numpy output of 4 MiB or more (float32, float16) comes from pwpa's CPU output

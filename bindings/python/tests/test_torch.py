@@ -71,16 +71,6 @@ def test_large_cpu_outputs_get_huge_pages(sigmoid_table, random_table):
     assert torch.equal(dy, want)
 
 
-@pytest.fixture
-def output_cache():
-    """The CPU output cache, empty, restored to its limit afterwards."""
-    limit = pt.cpu_output_cache()["limit_bytes"]
-    pt.empty_cpu_output_cache()
-    yield
-    pt.cpu_output_cache(limit / (1 << 20))
-    pt.empty_cpu_output_cache()
-
-
 def test_cpu_output_cache_reuses_freed_outputs(sigmoid_table, output_cache):
     """A freed CPU output of 4 MiB or more goes back to pwpa's cache (not to the system)
     and the next output of its size reuses it; results are the reference's every time;

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _native
 from .errors import CudaUnavailableError, DeviceError, DTypeError, ShapeError, ArgumentError
 
 SUPPORTED = "float32, float16, bfloat16"
@@ -246,8 +247,6 @@ _CUDA_COMPILED: list = []
 def _cuda_compiled() -> bool:
     """Whether this build has CUDA support (asked once)."""
     if not _CUDA_COMPILED:
-        from . import _native
-
         _CUDA_COMPILED.append(bool(_native.cuda_compiled()))
     return _CUDA_COMPILED[0]
 
@@ -350,15 +349,20 @@ def cpu_output_cache(limit_mb: float = None) -> dict:
     if limit_mb is not None:
         if not isinstance(limit_mb, (int, float)) or isinstance(limit_mb, bool) or not limit_mb >= 0 or limit_mb == float("inf"):
             raise ArgumentError(f"limit_mb must be a finite number >= 0 (MiB), not {limit_mb!r}")
-        _native_mod().cpu_output_cache_limit(int(limit_mb * (1 << 20)))
-    bufs, nbytes = _native_mod().cpu_output_cache_info()
-    return {"limit_bytes": _native_mod().cpu_output_cache_limit(), "cached_buffers": bufs, "cached_bytes": nbytes}
+        _native.cpu_output_cache_limit(int(limit_mb * (1 << 20)))
+    bufs, nbytes = _native.cpu_output_cache_info()
+    return {"limit_bytes": _native.cpu_output_cache_limit(), "cached_buffers": bufs, "cached_bytes": nbytes}
 
 
 def empty_cpu_output_cache() -> int:
     """Frees the unused memory that the CPU output cache holds (:func:`cpu_output_cache`);
     returns the bytes freed. Tensors still alive keep theirs and return it when freed."""
-    return _native_mod().cpu_output_cache_clear()
+    return _native.cpu_output_cache_clear()
+
+
+def _cache_serves(nbytes: int) -> bool:
+    """Whether an output of nbytes comes from the CPU output cache (large enough, cache on)."""
+    return nbytes >= _native.CPU_OUTPUT_MIN_BYTES and _native.cpu_output_cache_limit() > 0
 
 
 def cpu_cached_like(x: Any, dtype: Any) -> Any:
@@ -371,14 +375,12 @@ def cpu_cached_like(x: Any, dtype: Any) -> Any:
         # (while Dynamo traces, an ordinary allocation: native calls would break its graph)
         return None
     n = x.numel()
-    if n * (4 if dtype is torch.float32 else 2) < _native_mod().CPU_OUTPUT_MIN_BYTES:
-        return None
-    if _native_mod().cpu_output_cache_limit() == 0:
+    if not _cache_serves(n * (4 if dtype is torch.float32 else 2)):
         return None
     if x.is_contiguous():
-        return torch.from_dlpack(_native_mod().cpu_output(n, name)).view(x.shape)
+        return torch.from_dlpack(_native.cpu_output(n, name)).view(x.shape)
     if _dense(x):
-        return torch.from_dlpack(_native_mod().cpu_output(n, name)).as_strided(x.shape, x.stride())
+        return torch.from_dlpack(_native.cpu_output(n, name)).as_strided(x.shape, x.stride())
     return None
 
 
@@ -392,8 +394,6 @@ class _CachedBuffer:
         self._numel, self._dtype = numel, dtype
 
     def __dlpack__(self, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None) -> Any:
-        from . import _native
-
         return _native.cpu_output(self._numel, self._dtype, True)
 
     def __dlpack_device__(self) -> tuple:
@@ -406,28 +406,15 @@ _NP_VERSIONED_DLPACK = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
 _NP_CACHED = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16"}
 
 
-def _native_mod() -> Any:
-    from . import _native
-
-    return _native
-
-
 def _np_out(shape: tuple, dtype: Any) -> Any:
     """``np.empty(shape, dtype)``; for 4 MiB or more of float32 or float16, an array of
     pwpa's CPU output cache (``pwpa.torch.cpu_output_cache``: memory of freed outputs,
     already mapped, instead of fresh pages that fault on the first write; numpy ≥ 2.1)."""
-    from . import _native
-
     name = _NP_CACHED.get(np.dtype(dtype))
     n = 1
     for d in shape:
         n *= d
-    if (
-        name is not None
-        and _NP_VERSIONED_DLPACK
-        and n * np.dtype(dtype).itemsize >= _native.CPU_OUTPUT_MIN_BYTES
-        and _native.cpu_output_cache_limit() > 0
-    ):
+    if name is not None and _NP_VERSIONED_DLPACK and _cache_serves(n * np.dtype(dtype).itemsize):
         return np.from_dlpack(_CachedBuffer(n, name)).reshape(shape)
     return np.empty(shape, dtype=dtype)
 

@@ -31,7 +31,6 @@ import torch
 from torch import nn
 
 from . import Table, _lookup
-from . import _native
 from ._native import advise_hugepages
 from .errors import ArgumentError, ArgumentTypeError
 from ._eval import (
