@@ -230,41 +230,8 @@ unsafe fn gather_pairs(base: *const i64, at: __m512i) -> (__m512, __m512) {
     }
 }
 
-/// Columns 0..ncol (ncol ≤ stride) of the rows (of `stride` = 4 or 8 floats) of pieces
-/// `idx`, by 64-bit gathers: for each pair of columns (k_2j, k_2j+1) that is needed, one
-/// gather of lanes 0–7 and one of lanes 8–15, then one two-register permute per column.
-/// The same values as [`block4`] / [`block8`]; the columns at and past ncol are
-/// unspecified.
-#[inline(always)]
-unsafe fn gather_cols(rows: *const f32, stride: usize, idx: __m512i, ncol: usize) -> [__m512; 8] {
-    // SAFETY: idx ∈ [0, P − 1] and ncol ≤ stride, so every pair read is inside the
-    // first P rows.
-    unsafe {
-        // The first pair of each row: a row is stride / 2 pairs.
-        let o = if stride == 4 {
-            _mm512_slli_epi32::<1>(idx)
-        } else {
-            _mm512_slli_epi32::<2>(idx)
-        };
-        let b = rows as *const i64;
-        let mut k = [_mm512_setzero_ps(); 8];
-        // A macro, not a closure (see `block8`).
-        macro_rules! pair {
-            ($j:expr) => {
-                if 2 * $j < ncol {
-                    (k[2 * $j], k[2 * $j + 1]) = gather_pairs(b.add($j), o);
-                }
-            };
-        }
-        pair!(0);
-        pair!(1);
-        pair!(2);
-        pair!(3);
-        k
-    }
-}
-
-/// Horner over each lane's row (piece `idx`): t = x − anchor, then FMA steps. With
+/// Horner over each lane's row (piece `idx`) from row loads (without gathers: AMD,
+/// or rows of more than six columns): t = x − anchor, then FMA steps. With
 /// computed anchors (`c.affine`) the rows are `c.crows` (coefficients only, half as
 /// wide at D = 3); otherwise `c.rows`, whose first column is the anchor.
 #[inline(always)]
@@ -298,15 +265,6 @@ unsafe fn rows_horner(c: &Ctx<'_>, idx: __m512i, xp: __m512) -> __m512 {
                     r = _mm512_fmadd_ps(r, t, k);
                 }
             }};
-        }
-        // Gathers up to three pairs: with four (D = 7 with computed anchors) the 256-bit
-        // rows were faster (Intel VM, session 39, `ab.sh` P4096 D7: gathers 1.03–1.05×).
-        if c.gathers && stride <= 8 && ncol <= 6 {
-            let k = gather_cols(rows, stride, idx, ncol);
-            for (q, &kq) in k.iter().enumerate().take(ncol) {
-                step!(q, kq);
-            }
-            return r;
         }
         // A shift where the stride is a power of two (4, 8 or 16 floats: most degrees):
         // `vpmulld` is two µops and 10 cycles of latency on Intel cores, on the path to
@@ -362,6 +320,68 @@ unsafe fn rows_horner(c: &Ctx<'_>, idx: __m512i, xp: __m512) -> __m512 {
                 step!(col + q, kq);
             }
             col += 8;
+        }
+        r
+    }
+}
+
+/// [`rows_horner`] of K vectors whose rows (of `stride` = 4 or 8 floats) have N ≤ 6
+/// columns, read by 64-bit gathers: for each pair of columns (k_2j, k_2j+1), one gather
+/// of lanes 0–7 and one of lanes 8–15, then one two-register permute per column. N and
+/// AFFINE (computed anchors: the columns are c_0 … c_D, without the anchor) are
+/// constants, so the K vectors' gathers and FMAs are straight-line code that the
+/// compiler interleaves.
+#[inline(always)]
+unsafe fn rows_gathered<const N: usize, const AFFINE: bool, const K: usize>(
+    c: &Ctx<'_>,
+    idx: &[__m512i; K],
+    xp: &[__m512; K],
+) -> [__m512; K] {
+    // SAFETY: idx ∈ [0, P − 1] and N ≤ stride, so every pair read is inside the first
+    // P rows. (Always inlined: see the module notes.)
+    unsafe {
+        let (rows, stride) = if AFFINE {
+            (c.crows, c.cstride)
+        } else {
+            (c.rows, c.stride)
+        };
+        let b = rows as *const i64;
+        let zero = _mm512_setzero_ps();
+        let mut k = [[zero; 6]; K];
+        let mut t = [zero; K];
+        each!(K, |v| {
+            // The first pair of each row: a row is stride / 2 pairs.
+            let o = if stride == 4 {
+                _mm512_slli_epi32::<1>(idx[v])
+            } else {
+                _mm512_slli_epi32::<2>(idx[v])
+            };
+            (k[v][0], k[v][1]) = gather_pairs(b, o);
+            if N > 2 {
+                (k[v][2], k[v][3]) = gather_pairs(b.add(1), o);
+            }
+            if N > 4 {
+                (k[v][4], k[v][5]) = gather_pairs(b.add(2), o);
+            }
+        });
+        // c_0 (Horner's first) is column 0, or 1 after the anchor. (While loops: an
+        // iterator's `nth` was left out of line, zmm arrays and all.)
+        let first = if AFFINE { 0 } else { 1 };
+        let mut r = [zero; K];
+        each!(K, |v| {
+            t[v] = if AFFINE {
+                _mm512_sub_ps(xp[v], affine_anchor(c, idx[v]))
+            } else {
+                _mm512_sub_ps(xp[v], k[v][0])
+            };
+            r[v] = k[v][first];
+        });
+        let mut q = first + 1;
+        while q < N {
+            each!(K, |v| {
+                r[v] = _mm512_fmadd_ps(r[v], t[v], k[v][q]);
+            });
+            q += 1;
         }
         r
     }
@@ -890,9 +910,37 @@ unsafe fn step<
         }
         let mut r = [zero; K];
         if ROWS {
-            each!(K, |v| {
-                r[v] = rows_horner(c, idx[v], xp[v]);
-            });
+            // Rows of up to six columns by 64-bit gathers (with four pairs, D = 7 with
+            // computed anchors, the 256-bit row loads were faster: Intel VM, session
+            // 39, `ab.sh` P4096 D7 gathers 1.03–1.05×). One branch per group on the
+            // column count, a run-time value, and then straight-line code: the
+            // degree's loop and branches per vector cost more than the FMAs (session
+            // 41, `ab.sh` in L1 P256/P4096 D1–D5 0.87–0.94).
+            let (stride, ncol) = if c.affine {
+                (c.cstride, c.d + 1)
+            } else {
+                (c.stride, c.d + 2)
+            };
+            if c.gathers && stride <= 8 && ncol <= 6 {
+                r = match (ncol, c.affine) {
+                    (1, true) => rows_gathered::<1, true, K>(c, &idx, &xp),
+                    (2, true) => rows_gathered::<2, true, K>(c, &idx, &xp),
+                    (3, true) => rows_gathered::<3, true, K>(c, &idx, &xp),
+                    (4, true) => rows_gathered::<4, true, K>(c, &idx, &xp),
+                    (5, true) => rows_gathered::<5, true, K>(c, &idx, &xp),
+                    (6, true) => rows_gathered::<6, true, K>(c, &idx, &xp),
+                    (2, false) => rows_gathered::<2, false, K>(c, &idx, &xp),
+                    (3, false) => rows_gathered::<3, false, K>(c, &idx, &xp),
+                    (4, false) => rows_gathered::<4, false, K>(c, &idx, &xp),
+                    (5, false) => rows_gathered::<5, false, K>(c, &idx, &xp),
+                    // (6, false): without computed anchors ncol ≥ 2 (anchor and c_0).
+                    _ => rows_gathered::<6, false, K>(c, &idx, &xp),
+                };
+            } else {
+                each!(K, |v| {
+                    r[v] = rows_horner(c, idx[v], xp[v]);
+                });
+            }
         } else {
             // idx ∈ [0, P-1] and every column has W ≥ P entries.
             let mut bm = [[0; 3]; K];
@@ -1001,11 +1049,13 @@ unsafe fn kernel<
     // partial). One call site per form, so that `step` is inlined. Groups of four for
     // arbitrary breakpoints searched in registers (the search is a chain of dependent
     // permutes; four independent chains keep the core busier: +4 … 32 % at P = 32 …
-    // 256 on the development VM), of two otherwise (four were no faster for uniform
-    // tables, and slower at P = 256: register pressure).
+    // 256 on the development VM) and for the lookup grid's gathered cells (Intel VM,
+    // session 41, `ab.sh` arbitrary P600–P4096 D1–D5: 0.78–0.89), of two otherwise
+    // (four were no faster for uniform tables, and slower at P = 256: register
+    // pressure; with gathered rows, D0/D1 1.0–1.1).
     let full = n / 16;
     let mut done = 0;
-    if !UNIFORM && W >= 32 {
+    if !UNIFORM && (W >= 32 || c.gathers) {
         while done + 4 <= full {
             // SAFETY: 64 elements at done * 16 are below n.
             unsafe {
