@@ -1055,7 +1055,7 @@ unsafe fn kernel<
     // pressure; with gathered rows, D0/D1 1.0–1.1).
     let full = n / 16;
     let mut done = 0;
-    if !UNIFORM && (W >= 32 || c.gathers) {
+    if !UNIFORM && (W >= 32 || (W == 0 && c.gathers)) {
         while done + 4 <= full {
             // SAFETY: 64 elements at done * 16 are below n.
             unsafe {
