@@ -243,8 +243,9 @@ def test_export_c_header_and_memh(tmp_path):
         for w in [line.split("//")[0].strip()]
         if w and not w.startswith("@")
     ]
-    assert words[0] == t.partitions and words[1] == t.degree
-    assert words[8] == np.float32(t.breakpoints[0]).view(np.uint32)
+    assert words[:2] == [0x70777061, 1]  # "pwpa" in ASCII, layout version 1
+    assert words[2] == t.partitions and words[3] == t.degree
+    assert words[10] == np.float32(t.breakpoints[0]).view(np.uint32)
     for kwargs, msg in [
         (dict(path=tmp_path / "t.txt"), "cannot tell the export format"),
         (dict(path=tmp_path / "t.h", name="1x"), "not a usable C identifier"),

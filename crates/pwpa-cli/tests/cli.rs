@@ -1718,7 +1718,8 @@ fn export_c_header_and_memh() {
                 x[i]
             );
         }
-        // The image: header words, then breakpoints from word 8.
+        // The image: header words ("pwpa", layout version 1, P, D, …), then breakpoints
+        // from word 10.
         let m = d.path(&format!("t{k}.mem"));
         ok(&pwpa(&["export", p(&tj), "-o", p(&m)]));
         let words: Vec<u32> = std::fs::read_to_string(&m)
@@ -1729,10 +1730,11 @@ fn export_c_header_and_memh() {
             .map(|l| u32::from_str_radix(l, 16).unwrap())
             .collect();
         let b = t.breakpoints();
-        assert_eq!(words[0] as usize, t.partitions());
-        assert_eq!(words[1] as usize, t.degree());
-        assert_eq!(words[8], b.lo().to_bits());
-        assert_eq!(words[8 + t.partitions()], b.hi().to_bits());
+        assert_eq!([words[0], words[1]], [0x7077_7061, 1]);
+        assert_eq!(words[2] as usize, t.partitions());
+        assert_eq!(words[3] as usize, t.degree());
+        assert_eq!(words[10], b.lo().to_bits());
+        assert_eq!(words[10 + t.partitions()], b.hi().to_bits());
     }
     let tj = d.table("s.json", &sample_table(), Layout::Aos);
     let out = d.path("out.txt");

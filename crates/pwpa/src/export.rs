@@ -558,10 +558,23 @@ static inline uint16_t pwpa_f32_to_f16(float v) {
     Ok(h)
 }
 
+/// Word 0 of a [`memh`] image: "pwpa" in ASCII (`70777061`), so that a design or its
+/// testbench can check that the memory holds a pwpa table.
+pub const MEMH_MAGIC: u32 = 0x7077_7061;
+
+/// Word 1 of a [`memh`] image: the layout's version (this module's memory map). Images
+/// written before the version word existed have no magic word and an 8-word header
+/// (P at address 0).
+pub const MEMH_VERSION: u32 = 1;
+
+/// Words in a [`memh`] image's header.
+pub const MEMH_HEADER_WORDS: usize = 10;
+
 /// Word addresses of the sections of a [`memh`] image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemMap {
-    /// Header words: P, D, uniform flag, lo, hi, inv_step, left and right tail kinds.
+    /// Header words: [`MEMH_MAGIC`], [`MEMH_VERSION`], P, D, uniform flag, lo, hi,
+    /// inv_step, left and right tail kinds.
     pub header: usize,
     /// b_0 … b_P.
     pub breakpoints: usize,
@@ -612,7 +625,7 @@ pub fn mem_map(table: &Table) -> MemMap {
     let p = table.partitions();
     let d = table.degree();
     let header = 0;
-    let breakpoints = 8;
+    let breakpoints = MEMH_HEADER_WORDS;
     let anchors = breakpoints + p + 1;
     let coeffs = anchors + p;
     let left = coeffs + p * (d + 1);
@@ -630,7 +643,8 @@ pub fn mem_map(table: &Table) -> MemMap {
 }
 
 /// The table as a `$readmemh` image of 32-bit words (see [`mem_map`]): a header
-/// `[P, D, uniform, lo, hi, inv_step, left code, right code]` (integers as integers,
+/// `[magic, version, P, D, uniform, lo, hi, inv_step, left code, right code]`
+/// ([`MEMH_MAGIC`], [`MEMH_VERSION`]; integers as integers,
 /// reals as binary32 bits; codes from [`tail_code`]), then the breakpoints, anchors,
 /// coefficients and tail parameters, each section at its `@` address.
 pub fn memh(table: &Table, source: &str) -> String {
@@ -684,9 +698,11 @@ pub fn memh(table: &Table, source: &str) -> String {
     }
     let _ = writeln!(
         s,
-        "// Memory map (word addresses in hex, sizes in words): header @{:x} (8), breakpoints @{:x} ({}), anchors @{:x} ({}), \
+        "// Memory map (layout version {}; word addresses in hex, sizes in words): header @{:x} ({}), breakpoints @{:x} ({}), anchors @{:x} ({}), \
          coefficients @{:x} ({}, piece-major), left tail @{:x} ({}), right tail @{:x} ({}), end @{:x}.",
+        MEMH_VERSION,
         m.header,
+        MEMH_HEADER_WORDS,
         m.breakpoints,
         p + 1,
         m.anchors,
@@ -700,6 +716,8 @@ pub fn memh(table: &Table, source: &str) -> String {
         m.end
     );
     let header = [
+        MEMH_MAGIC,
+        MEMH_VERSION,
         p as u32,
         d as u32,
         u32::from(b.is_uniform()),
@@ -710,6 +728,8 @@ pub fn memh(table: &Table, source: &str) -> String {
         tail_code(table.right_tail()),
     ];
     let labels = [
+        "magic: \"pwpa\" in ASCII",
+        "layout version",
         "P",
         "D",
         "uniform",

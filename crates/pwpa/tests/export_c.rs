@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use pwpa::export::{c_header, mem_map, memh, tail_code};
+use pwpa::export::{c_header, mem_map, memh, tail_code, MEMH_MAGIC, MEMH_VERSION};
 use pwpa::fit::{fit, FitOptions, Goal};
 use pwpa::{bf16, f16, Breakpoints, DType, Element, Table, Tail, Target};
 use rand::rngs::StdRng;
@@ -476,8 +476,12 @@ fn memh_image_holds_the_table() {
         let w = |a: usize| mem[a].expect("every word of the map is written");
         let b = t.breakpoints();
         let (p, d) = (t.partitions(), t.degree());
+        // "pwpa" in ASCII, then the layout version.
+        assert_eq!([w(0), w(1)], [0x7077_7061, 1]);
+        assert_eq!([MEMH_MAGIC, MEMH_VERSION], [0x7077_7061, 1]);
+        assert_eq!(m.breakpoints, 10);
         assert_eq!(
-            [w(0), w(1), w(2), w(6), w(7)],
+            [w(2), w(3), w(4), w(8), w(9)],
             [
                 p as u32,
                 d as u32,
@@ -487,7 +491,7 @@ fn memh_image_holds_the_table() {
             ]
         );
         assert_eq!(
-            [w(3), w(4), w(5)],
+            [w(5), w(6), w(7)],
             [b.lo().to_bits(), b.hi().to_bits(), b.inv_step().to_bits()]
         );
         for i in 0..=p {
