@@ -715,7 +715,7 @@ pub fn memh(table: &Table, source: &str) -> String {
         m.end - m.right,
         m.end
     );
-    let header = [
+    let header: [u32; MEMH_HEADER_WORDS] = [
         MEMH_MAGIC,
         MEMH_VERSION,
         p as u32,
@@ -727,7 +727,7 @@ pub fn memh(table: &Table, source: &str) -> String {
         tail_code(table.left_tail()),
         tail_code(table.right_tail()),
     ];
-    let labels = [
+    let labels: [&str; MEMH_HEADER_WORDS] = [
         "magic: \"pwpa\" in ASCII",
         "layout version",
         "P",
