@@ -47,6 +47,8 @@ pub mod eval;
 pub mod export;
 pub mod fit;
 pub mod format;
+#[doc(hidden)]
+pub mod fpenv;
 pub mod funcs;
 pub mod metrics;
 pub mod plot;

@@ -455,6 +455,7 @@ impl<U: Element16> ExhaustiveReference<U> {
     /// Evaluates `target` at every finite input of U (in parallel), −0 and +0 included
     /// as two inputs.
     pub fn new(target: &Target) -> Self {
+        let _ieee = crate::fpenv::Ieee::enter();
         let xs: Vec<U> = (0..=u16::MAX)
             .map(U::from_bits16)
             .filter(|x| x.to_f32().is_finite())
@@ -462,7 +463,7 @@ impl<U: Element16> ExhaustiveReference<U> {
         let refs: Vec<f64> = xs
             .par_iter()
             .with_min_len(1024)
-            .map(|x| target.eval(x.to_f32() as f64))
+            .map(|x| crate::fpenv::ieee(|| target.eval(x.to_f32() as f64)))
             .collect();
         let rounded = refs.iter().map(|&r| U::from_f64(r)).collect();
         ExhaustiveReference { xs, refs, rounded }
@@ -494,11 +495,13 @@ impl<U: Element16> ExhaustiveReference<U> {
 
     /// Statistics of `table` over the inputs in `range` (inclusive; None: all).
     pub fn stats(&self, table: &Table, range: Option<(f64, f64)>) -> ExhaustiveStats {
+        let _ieee = crate::fpenv::Ieee::enter();
         exhaustive_stats(&self.xs, &self.outputs(table), &self.refs, range)
     }
 
     /// Statistics inside the table's range and over all finite inputs.
     pub fn stats_both(&self, table: &Table) -> (ExhaustiveStats, ExhaustiveStats) {
+        let _ieee = crate::fpenv::Ieee::enter();
         let out = self.outputs(table);
         let range = (
             table.breakpoints().lo() as f64,
@@ -907,6 +910,7 @@ fn sweep_refined<U: Element>(
     refine: bool,
     cancel: Option<&std::sync::atomic::AtomicBool>,
 ) -> SweepStats {
+    let _ieee = crate::fpenv::Ieee::enter();
     let mut out = vec![U::from_f32(0.0); xs.len()];
     ev.eval(xs, &mut out).expect("same lengths");
     // (Once `cancel` is set the references are skipped: the caller discards the result. A
@@ -919,7 +923,7 @@ fn sweep_refined<U: Element>(
             if cancelled() {
                 f64::NAN
             } else {
-                target.eval(x as f64)
+                crate::fpenv::ieee(|| target.eval(x as f64))
             }
         })
         .collect();
@@ -934,6 +938,7 @@ fn sweep_refined<U: Element>(
         .into_par_iter()
         .with_min_len(4096)
         .fold(SweepStats::default, |mut s, i| {
+            let _ieee = crate::fpenv::Ieee::enter();
             let (got, r, ulp) = point(i);
             s.push(xs[i] as f64, got, r, ulp);
             s
@@ -1065,6 +1070,7 @@ pub fn report_with_progress(
     progress: &(dyn Fn(f64) + Sync),
     cancel: Option<&std::sync::atomic::AtomicBool>,
 ) -> crate::Result<ErrorReport> {
+    let _ieee = crate::fpenv::Ieee::enter();
     let ctl = Control { progress, cancel };
     match opts.dtype {
         DType::F32 => report_typed::<f32>(table, target, opts, ctl),

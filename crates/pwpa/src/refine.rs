@@ -103,6 +103,7 @@ pub fn candidates<const M: usize>(
     let (tops, zeros, dips) = (0..n.div_ceil(CHUNK))
         .into_par_iter()
         .map(|c| {
+            let _ieee = crate::fpenv::Ieee::enter();
             let (mut tops, mut zeros, mut dips) = new();
             let (a, b) = (c * CHUNK, ((c + 1) * CHUNK).min(n));
             // each point's measures once, with the next chunk's first point
@@ -206,6 +207,7 @@ pub fn points(xs: &[f32], c: &Candidates, f: impl Fn(f64) -> f64 + Sync) -> Vec<
         .collect();
     let top = |v: &[usize], i: usize| v.binary_search(&i).is_ok();
     out.par_extend(c.zeros.par_iter().flat_map_iter(|&i| {
+        let _ieee = crate::fpenv::Ieee::enter();
         let (mut a, mut b) = (f32_key(xs[i]), f32_key(xs[i + 1]));
         let sa = sign(f(f32_of_key(a) as f64));
         // the last key of a's sign, in f32 order
@@ -223,6 +225,7 @@ pub fn points(xs: &[f32], c: &Candidates, f: impl Fn(f64) -> f64 + Sync) -> Vec<
         v
     }));
     out.par_extend(c.dips.par_iter().flat_map_iter(|&i| {
+        let _ieee = crate::fpenv::Ieee::enter();
         // the smallest |f| between the neighbouring points, by ternary search in f32 order
         let (mut a, mut b) = (f32_key(xs[i - 1]), f32_key(xs[i + 1]));
         let g = |k: i64| {

@@ -718,9 +718,19 @@ impl Table {
     }
 
     /// The scalar reference evaluator (the oracle) in f32. A NaN result is the canonical
-    /// quiet NaN (0x7FC00000), as every evaluator writes it.
+    /// quiet NaN (0x7FC00000), as every evaluator writes it. Computed in IEEE 754 default
+    /// mode whatever the thread's mode (subnormals kept, round to nearest: see
+    /// [`crate::fpenv`]).
     #[inline]
     pub fn eval_f32(&self, x: f32) -> f32 {
+        let _ieee = crate::fpenv::Ieee::enter();
+        self.eval_f32_ieee(x)
+    }
+
+    /// [`Table::eval_f32`] in the thread's current mode (the callers hold an
+    /// [`crate::fpenv::Ieee`] guard).
+    #[inline]
+    fn eval_f32_ieee(&self, x: f32) -> f32 {
         if x.is_nan() {
             return f32::NAN;
         }
@@ -742,7 +752,8 @@ impl Table {
     /// The oracle for any element type: widen, evaluate in f32, round once.
     #[inline]
     pub fn eval<T: crate::Element, U: crate::Element>(&self, x: T) -> U {
-        U::from_f32(self.eval_f32(x.to_f32()))
+        let _ieee = crate::fpenv::Ieee::enter();
+        U::from_f32(self.eval_f32_ieee(x.to_f32()))
     }
 
     /// The oracle of the backward pass through a derivative table: `g · self(x)`,
@@ -752,7 +763,8 @@ impl Table {
     /// ([`crate::eval::Evaluator::grad_mul`], the CUDA kernel) match it bit for bit.
     #[inline]
     pub fn grad_mul<T: crate::Element, G: crate::Element>(&self, x: T, g: G) -> G {
-        G::from_f32(g.to_f32() * self.eval_f32(x.to_f32()))
+        let _ieee = crate::fpenv::Ieee::enter();
+        G::from_f32(g.to_f32() * self.eval_f32_ieee(x.to_f32()))
     }
 
     /// Evaluates a slice with the oracle (slow, for tests and references).
@@ -767,8 +779,9 @@ impl Table {
                 output: output.len(),
             });
         }
+        let _ieee = crate::fpenv::Ieee::enter();
         for (o, &x) in output.iter_mut().zip(input) {
-            *o = self.eval(x);
+            *o = U::from_f32(self.eval_f32_ieee(x.to_f32()));
         }
         Ok(())
     }

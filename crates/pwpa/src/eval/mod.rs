@@ -216,6 +216,7 @@ impl Evaluator {
     /// Prepares `table` (O(P·D) work and memory), with [`Parallelism::Rayon`] and the
     /// best kernel for this CPU ([`Backend::detect`]).
     pub fn new(table: &Table) -> Self {
+        let _ieee = crate::fpenv::Ieee::enter();
         Evaluator {
             table: table.clone(),
             prepared: Prepared::new(table),
@@ -400,6 +401,7 @@ impl Evaluator {
         n: usize,
     ) {
         use half::slice::HalfFloatSliceExt;
+        let _ieee = crate::fpenv::Ieee::enter();
         const B: usize = 2048;
         let mut d = [0f32; B];
         let mut w = [0f32; B];
@@ -580,6 +582,9 @@ impl Evaluator {
     /// # Safety
     /// `src` valid for `n` reads, `dst` for `n` writes; not overlapping, or equal.
     unsafe fn run<T: Element, U: Element>(&self, src: *const T, dst: *mut U, n: usize) {
+        // IEEE 754 default mode on this thread, a rayon worker or the caller's (see
+        // crate::fpenv: a flush-to-zero mode would flush subnormal results).
+        let _ieee = crate::fpenv::Ieee::enter();
         #[cfg(target_arch = "x86_64")]
         if self.backend != Backend::Portable {
             if let (Some(ti), Some(to)) = (kind::<T>(), kind::<U>()) {

@@ -232,6 +232,9 @@ pub fn fit_report(
     opts: &FitOptions,
     progress: &dyn Fn(Progress),
 ) -> Result<FitOutcome> {
+    // IEEE 754 default mode on the calling thread (crate::fpenv); rayon's workers take
+    // their own guards in the parallel closures.
+    let _ieee = crate::fpenv::Ieee::enter();
     if matches!(target, Target::Samples(_)) && opts.exp_tails {
         // (They were ignored: the tails stayed the samples' clamps.)
         return Err(Error::InvalidArgument(
@@ -620,6 +623,9 @@ pub fn fit_function(
     opts: &FitOptions,
     progress: &dyn Fn(Progress),
 ) -> Result<FitOutcome> {
+    // IEEE 754 default mode on the calling thread (crate::fpenv); rayon's workers take
+    // their own guards in the parallel closures.
+    let _ieee = crate::fpenv::Ieee::enter();
     let reached = std::cell::Cell::new(0.0f64);
     let monotone = |p: Progress| {
         reached.set(reached.get().max(p.fraction));
@@ -1336,6 +1342,7 @@ fn measured_error(ctx: &Ctx, table: &Table) -> (f64, f64) {
     (0..p)
         .into_par_iter()
         .map(|i| {
+            let _ieee = crate::fpenv::Ieee::enter();
             let (a, z) = (b.point(i), b.point(i + 1));
             (0..=per)
                 .map(|k| point_error(ctx, table, (a + (z - a) * k as f64 / per as f64) as f32))
@@ -1418,6 +1425,7 @@ fn dense_error(ctx: &Ctx, table: &Table) -> Result<(f64, f64)> {
         .par_iter()
         .with_min_len(4096)
         .map(|&x| {
+            let _ieee = crate::fpenv::Ieee::enter();
             if ctx.cancelled() {
                 return (0.0, 0.0, 0.0);
             }
@@ -1434,7 +1442,7 @@ fn dense_error(ctx: &Ctx, table: &Table) -> Result<(f64, f64)> {
     let c = crate::refine::candidates(xs.len(), |i| pts[i].0, |i| [pts[i].1, pts[i].2]);
     let errs = |v: &[f32]| {
         v.par_iter()
-            .map(|&x| (point_error(ctx, table, x), x))
+            .map(|&x| crate::fpenv::ieee(|| (point_error(ctx, table, x), x)))
             .reduce(
                 || ((0.0, 0.0), f32::NAN),
                 |a, b| {
@@ -1476,6 +1484,7 @@ fn random_error(ctx: &Ctx, table: &Table, n: usize) -> Result<f64> {
         .into_par_iter()
         .with_min_len(1 << 14)
         .map(|i| {
+            let _ieee = crate::fpenv::Ieee::enter();
             let i = i as u64;
             if i.is_multiple_of(4096) && ctx.cancelled() {
                 return 0.0;
@@ -1572,7 +1581,7 @@ fn exhaustive_error(
         let m = xs
             .par_iter()
             .with_min_len(4096)
-            .map(|&x| point_error(ctx, table, x))
+            .map(|&x| crate::fpenv::ieee(|| point_error(ctx, table, x)))
             .reduce(|| (0.0, 0.0), |x, y| (x.0.max(y.0), x.1.max(y.1)));
         e = (e.0.max(m.0), e.1.max(m.1));
     })?;
@@ -1589,6 +1598,7 @@ fn f32_rounding_floor(ctx: &Ctx) -> (f64, f32, f64) {
     (0..=N)
         .into_par_iter()
         .map(|k| {
+            let _ieee = crate::fpenv::Ieee::enter();
             let x = (lo + (hi - lo) * k as f64 / N as f64) as f32;
             let want = (ctx.f)(x as f64);
             let near = want as f32 as f64;
@@ -2168,6 +2178,9 @@ fn search_exact(
 /// tails ([`Table::derivative`]); an [`Tail::Exp2`] tail gets an exp2 tail fitted to
 /// its derivative (d/dx ±2^q = ±ln2·q'·2^q).
 pub fn derivative(table: &Table) -> Result<Table> {
+    // IEEE 754 default mode on the calling thread (crate::fpenv); rayon's workers take
+    // their own guards in the parallel closures.
+    let _ieee = crate::fpenv::Ieee::enter();
     let exp_side = |t: &Tail| matches!(t, Tail::Exp2 { .. });
     let (l, r) = (table.left_tail().clone(), table.right_tail().clone());
     let base = if exp_side(&l) || exp_side(&r) {

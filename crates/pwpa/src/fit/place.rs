@@ -19,6 +19,7 @@ pub(crate) fn fit_pieces(ctx: &Ctx, bps: Breakpoints, d: usize) -> Pieces {
     let results: Vec<_> = (0..p)
         .into_par_iter()
         .map(|i| {
+            let _ieee = crate::fpenv::Ieee::enter();
             let (a0, b0) = (pts[i], pts[i + 1]);
             let (mut a, mut b) = (a0, b0);
             if uniform {
@@ -995,6 +996,7 @@ pub(crate) fn nudge_exact(pcs: &mut Pieces, dt: DType, refs: &[(f32, u16)]) {
     let new: Vec<Option<Vec<f32>>> = (0..p)
         .into_par_iter()
         .map(|i| {
+            let _ieee = crate::fpenv::Ieee::enter();
             let c0 = &pcs.coeffs[i * n..(i + 1) * n];
             let g = &groups[i];
             let wrong = |c: &[f32]| -> usize {

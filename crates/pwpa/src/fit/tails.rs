@@ -230,6 +230,8 @@ fn eval_exp2(negative: bool, anchor: f32, q: &[f32], x: f32) -> f32 {
 
 /// Whether the tail's result at x rounds to `r` in `dt` (±0 equal).
 fn rounds_to(dt: DType, negative: bool, anchor: f32, q: &[f32], x: f32, r: u16) -> bool {
+    // (Called on rayon's workers: IEEE 754 default mode, see crate::fpenv.)
+    let _ieee = crate::fpenv::Ieee::enter();
     let got = verify::round_f32(dt, eval_exp2(negative, anchor, q, x));
     verify::ulp_distance(got, r) == 0
 }
@@ -337,6 +339,7 @@ pub(crate) fn takeover(
             }
         };
         let found = deltas.par_iter().find_first(|&&(d1, d0)| {
+            let _ieee = crate::fpenv::Ieee::enter();
             let mut q = coeffs.clone();
             q[n - 1] = nudge(q[n - 1], d0);
             if n >= 2 {

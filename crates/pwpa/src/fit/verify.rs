@@ -99,7 +99,7 @@ pub(crate) fn ties(dtype: DType, f: &(dyn Fn(f64) -> f64 + Sync)) -> Vec<f32> {
     use rayon::prelude::*;
     inputs(dtype, None)
         .into_par_iter()
-        .filter(|&x| is_tie(dtype, f(x as f64)))
+        .filter(|&x| crate::fpenv::ieee(|| is_tie(dtype, f(x as f64))))
         .collect()
 }
 
@@ -156,12 +156,13 @@ pub(crate) fn references(
     use rayon::prelude::*;
     let xs = inputs(dtype, range);
     xs.par_iter()
-        .filter_map(|&x| round_f64(dtype, f(x as f64)).map(|r| (x, r)))
+        .filter_map(|&x| crate::fpenv::ieee(|| round_f64(dtype, f(x as f64))).map(|r| (x, r)))
         .collect()
 }
 
 /// Sweeps `table` over precomputed references.
 pub(crate) fn sweep_refs(table: &Table, dtype: DType, refs: &[(f32, u16)]) -> Sweep {
+    let _ieee = crate::fpenv::Ieee::enter();
     let mut s = Sweep::default();
     for &(x, r) in refs {
         let got = round_f32(dtype, table.eval_f32(x));
