@@ -103,6 +103,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table::after_fork, m)?)?;
     m.add_function(wrap_pyfunction!(table::parallelism, m)?)?;
     m.add("MAX_DEGREE", pwpa::table::MAX_DEGREE)?;
+    m.add("MAX_PARTITIONS", pwpa::table::MAX_PARTITIONS)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -45,6 +45,10 @@ def test_json_file_and_pickle_round_trips(tmp_path, tanh_table_arbitrary):
         (dict(breakpoints={"lo": 1.0, "hi": 1.0, "partitions": 2}, coeffs=[[1.0], [1.0]]), "empty range"),
         (dict(breakpoints=[0.0, 1.0], coeffs=[[0.0] * 17]), "degree 16 is above the maximum of 15"),
         (dict(breakpoints=[0.0, 1.0], coeffs=[[1.0]], right_tail={"kind": "constant", "value": float("nan")}), "invalid right tail"),
+        # (10**10 uniform pieces had the constructor build lists of 10**10 points and anchors
+        # first, and the process was killed for memory.)
+        (dict(breakpoints={"lo": -1.0, "hi": 1.0, "partitions": 10**10}, coeffs=[[1.0, 0.0]]), "10000000000 partitions is more than the limit of 1048576"),
+        (dict(breakpoints={"lo": -1.0, "hi": 1.0, "partitions": (1 << 20) + 1}, coeffs=[[1.0, 0.0]], anchors="midpoint"), "more than the limit"),
     ],
 )
 def test_invalid_tables_raise_table_error(kwargs, message):
@@ -215,3 +219,19 @@ def test_paths_may_be_bytes(tmp_path, random_table):
     random_table.save(p)
     assert pwpa.load(p) == random_table
     assert pwpa.Table.load(p) == random_table
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_meta_with_a_non_finite_number_names_it(value):
+    with pytest.raises(pwpa.ArgumentError, match="meta must be JSON-serialisable: Out of range float"):
+        pwpa.Table([-1.0, 1.0], [[1.0, 0.0]], meta={"a": value})
+
+
+def test_plot_range_must_be_finite(tmp_path):
+    t = pwpa.Table([-1.0, 1.0], [[1.0, 0.0]])
+    for r in [(-float("inf"), 0.0), (0.0, float("nan"))]:
+        with pytest.raises(pwpa.ArgumentError, match="must be finite"):
+            t.plot(str(tmp_path / "p.svg"), range=r)
+    with pytest.raises(pwpa.TableError, match="empty range"):
+        t.plot(str(tmp_path / "p.svg"), range=(1.0, 0.0))
+    assert not list(tmp_path.iterdir())

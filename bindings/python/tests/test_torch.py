@@ -940,3 +940,35 @@ def test_onnx_export_says_it_is_not_supported(tmp_path):
             torch.onnx.export(m, (torch.randn(2, 4),), str(tmp_path / "m.onnx"), dynamo=False)
     assert "ONNX export is not supported" in str(e.value), repr(e.value)
     assert not (tmp_path / "m.onnx").exists()
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # torch.jit.script is deprecated
+def test_replace_activations_refuses_a_torchscript_module(sigmoid_table):
+    scripted = torch.jit.script(nn.Sequential(nn.Linear(4, 4), nn.Sigmoid()))
+    with pytest.raises(pwpa.ArgumentTypeError, match="TorchScript module"):
+        pt.replace_activations(scripted, {nn.Sigmoid: sigmoid_table})
+
+
+def test_results_do_not_depend_on_flush_denormal():
+    # torch.set_flush_denormal(True) sets FTZ/DAZ on this thread (and on rayon's workers,
+    # had their pool started under it): pwpa computes in IEEE 754 default mode anyway
+    # (crates/pwpa/src/fpenv.rs), so subnormal results are kept and exact fits still work.
+    ident = pwpa.Table([-1.0, 1.0], [[1.0, 0.0]], left_tail="extend", right_tail="extend")
+    bits = np.arange(1, (1 << 22) + 1, dtype=np.uint32) * 2 + 1  # subnormal bit patterns
+    x = (bits & 0x007FFFFF).astype(np.uint32).view(np.float32)
+    x[1::2] *= -1
+    ieee_fit = pwpa.fit("gelu", degree=3, exact="bf16", exp_tails=True)
+    if not torch.set_flush_denormal(True):
+        pytest.skip("torch.set_flush_denormal is not supported on this CPU")
+    try:
+        tiny = torch.tensor([1e-40], dtype=torch.float32)
+        assert (tiny * 1.0).item() == 0.0, "flush-to-zero is not in effect"
+        for n in (1000, x.size):
+            np.testing.assert_array_equal(ident(x[:n]).view(np.uint32), x[:n].view(np.uint32))
+        xt = torch.from_numpy(x)
+        assert torch.equal(ident(xt).view(torch.int32), xt.view(torch.int32))
+        assert ident._native.eval_scalar(1e-40) == np.float32(1e-40)
+        ftz_fit = pwpa.fit("gelu", degree=3, exact="bf16", exp_tails=True)
+    finally:
+        torch.set_flush_denormal(False)
+    assert ftz_fit.to_json() == ieee_fit.to_json()

@@ -100,7 +100,15 @@ pub fn plot_fn(
         let w = b - a;
         (a - 0.1 * w, b + 0.1 * w)
     });
-    if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+    if !(lo.is_finite() && hi.is_finite()) {
+        // (Said "empty range: lo = -inf must be less than hi = 0" before.)
+        return Err(Error::InvalidArgument(format!(
+            "plot range [{}, {}] must be finite",
+            crate::metrics::Num(lo),
+            crate::metrics::Num(hi)
+        )));
+    }
+    if lo >= hi {
         return Err(Error::EmptyRange { lo, hi });
     }
     if !(hi - lo).is_finite() {
@@ -146,7 +154,9 @@ pub fn plot_fn(
                     fs.as_deref(),
                     errs.as_deref(),
                     root,
-                )?;
+                )?
+                .present()
+                .map_err(perr)?;
             }
             crate::format::write_atomic(path, s.as_bytes())
         }
@@ -172,7 +182,13 @@ pub fn plot_fn(
                     fs.as_deref(),
                     errs.as_deref(),
                     root,
-                )?;
+                )?
+                .present()
+                // (Encoding and writing the image: a full disk or a file size limit is
+                // an I/O error, as for the other outputs, not a drawing one.)
+                .map_err(|e| {
+                    Error::io("cannot write", path, std::io::Error::other(e.to_string()))
+                })?;
             }
             // (On an error the temporary file is removed when `tmp` drops.)
             tmp.persist(path)
@@ -195,7 +211,7 @@ fn draw_all<DB: DrawingBackend>(
     fs: Option<&[f64]>,
     errs: Option<&[f64]>,
     root: DrawingArea<DB, Shift>,
-) -> Result<()> {
+) -> Result<DrawingArea<DB, Shift>> {
     root.fill(&WHITE).map_err(perr)?;
     let (top, bottom) = if errs.is_some() {
         root.split_vertically((opts.height as f64 * 0.6) as u32)
@@ -390,8 +406,7 @@ fn draw_all<DB: DrawingBackend>(
         )
         .map_err(perr)?;
     }
-    root.present().map_err(perr)?;
-    Ok(())
+    Ok(root)
 }
 
 /// Tick labels for an axis over [lo, hi]: as many significant digits as tell ticks about a

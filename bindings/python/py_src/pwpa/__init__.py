@@ -274,6 +274,10 @@ class Table:
             p = int(p)
             if p < 0:
                 raise ArgumentError(f"partitions must be non-negative (got {p})")
+            if p > _native.MAX_PARTITIONS:
+                # (Before the lists of P points and anchors below: 10**10 had them exhaust
+                # memory instead of reaching the native check.)
+                raise TableError(f"{p} partitions is more than the limit of {_native.MAX_PARTITIONS}")
             uniform = (lo, hi, p)
             points = [lo + (hi - lo) * i / p for i in range(p + 1)] if p > 0 else [lo, hi]
         else:
@@ -311,7 +315,9 @@ class Table:
         meta_json = None
         if meta is not None:
             try:
-                meta_json = json.dumps(meta)
+                # (allow_nan=False: JSON has no NaN or Inf, and the native check said only
+                # "not JSON-serialisable" of a dict holding one.)
+                meta_json = json.dumps(meta, allow_nan=False)
             except (TypeError, ValueError) as e:
                 raise ArgumentError(f"meta must be JSON-serialisable: {e}") from None
         self._init(

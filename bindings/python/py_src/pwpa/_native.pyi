@@ -4,6 +4,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 
 CPU_OUTPUT_MIN_BYTES: int
 MAX_DEGREE: int
+MAX_PARTITIONS: int
 __version__: str
 
 class Table:

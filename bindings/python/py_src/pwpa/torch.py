@@ -730,6 +730,13 @@ def replace_activations(
     """
     if not isinstance(model, nn.Module):
         raise ArgumentTypeError(f"model must be an nn.Module (got {type(model).__name__})")
+    if isinstance(model, torch.jit.ScriptModule):
+        # (Its submodules are compiled: the walk found no nn.GELU and silently changed
+        # nothing.)
+        raise ArgumentTypeError(
+            "model is a TorchScript module (torch.jit.script / trace), whose activations are "
+            "compiled into it: replace the activations in the Python model, then script it"
+        )
     if not isinstance(mapping, Mapping) or not mapping:
         raise ArgumentTypeError("mapping must be a non-empty dict {module type: table}")
     for k in mapping:
