@@ -235,3 +235,17 @@ def test_plot_range_must_be_finite(tmp_path):
     with pytest.raises(pwpa.TableError, match="empty range"):
         t.plot(str(tmp_path / "p.svg"), range=(1.0, 0.0))
     assert not list(tmp_path.iterdir())
+
+
+def test_huge_python_integers_are_named_errors():
+    # (Each was a bare OverflowError from a float() or the native call.)
+    with pytest.raises(pwpa.TableError, match="degree 18446744073709551616 is above the maximum of 15"):
+        pwpa.Table([-1.0, 0.0, 1.0], [1.0, 2.0], degree=2**64)
+    with pytest.raises(pwpa.TableError, match="above the maximum"):
+        pwpa.Table.from_seed([1.0, 2.0], [-1.0, 0.0, 1.0], degree=2**64)
+    with pytest.raises(pwpa.ArgumentError, match="range must be"):
+        pwpa.fit("gelu", range=(0, 10**400))
+    with pytest.raises(pwpa.ArgumentError, match="left tail constant .* too large"):
+        pwpa.Table([-1.0, 1.0], [[1.0, 0.0]], left_tail=10**400)
+    with pytest.raises(pwpa.ArgumentError, match="tail"):
+        pwpa.Table([-1.0, 1.0], [[1.0, 0.0]], right_tail=("linear", 10**400, 0))

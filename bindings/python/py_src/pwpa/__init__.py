@@ -97,6 +97,9 @@ def _degree(degree: Any, coeffs: np.ndarray) -> int:
             f"coefficients of shape {coeffs.shape} give no polynomial (degree {degree}): "
             "each piece needs at least one coefficient"
         )
+    if degree > _native.MAX_DEGREE:
+        # (2**64 reached the native call as a bare OverflowError.)
+        raise TableError(f"degree {degree} is above the maximum of {_native.MAX_DEGREE}")
     return int(degree)
 
 
@@ -183,7 +186,10 @@ def _tail_dict(spec: TailSpec, side: str) -> Optional[dict]:
     if isinstance(spec, bool):
         raise ArgumentError(f"invalid {side} tail {spec!r}")
     if isinstance(spec, (int, float, np.floating, np.integer)):
-        return {"kind": "constant", "value": float(spec)}
+        try:
+            return {"kind": "constant", "value": float(spec)}
+        except OverflowError:
+            raise ArgumentError(f"{side} tail constant {spec} is too large for a float") from None
     if isinstance(spec, tuple) and spec and isinstance(spec[0], str):
         kind = spec[0].lower()
         try:
@@ -191,7 +197,7 @@ def _tail_dict(spec: TailSpec, side: str) -> Optional[dict]:
                 return {"kind": "linear", "slope": float(spec[1]), "intercept": float(spec[2])}
             if kind == "constant" and len(spec) == 2:
                 return {"kind": "constant", "value": float(spec[1])}
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             pass
         if kind in ("clamp", "extend") and len(spec) == 1:
             return {"kind": kind}
@@ -212,7 +218,7 @@ def _f64_array(values: Any, what: str) -> np.ndarray:
     bare ValueError is not a PwpaError)."""
     try:
         return np.asarray(_to_numpy(values), dtype=np.float64)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise ArgumentError(f"{what} must be numbers (a rectangular array of them): {e}") from None
 
 
@@ -318,7 +324,7 @@ class Table:
                 # (allow_nan=False: JSON has no NaN or Inf, and the native check said only
                 # "not JSON-serialisable" of a dict holding one.)
                 meta_json = json.dumps(meta, allow_nan=False)
-            except (TypeError, ValueError) as e:
+            except (TypeError, ValueError, OverflowError) as e:
                 raise ArgumentError(f"meta must be JSON-serialisable: {e}") from None
         self._init(
             _native.Table.build(
@@ -638,7 +644,7 @@ def _plot_range(r: Any) -> Optional[Tuple[float, float]]:
         if isinstance(lo, (str, bytes)) or isinstance(hi, (str, bytes)):
             raise TypeError
         return float(lo), float(hi)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ArgumentError(f"range must be two numbers (lo, hi), got {r!r}") from None
 
 
@@ -779,7 +785,7 @@ def fit(
         try:
             lo, hi = range
             range = (float(lo), float(hi))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ArgumentError(f"range must be (lo, hi), got {range!r}") from None
     if exact is not None:
         if isinstance(exact, bool):
