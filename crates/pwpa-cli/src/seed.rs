@@ -253,7 +253,11 @@ fn looks_like_seed(path: &Path) -> bool {
 
 /// The seed JSON text for coefficients and points (one row of D+1 per line).
 pub fn seed_json(coeffs: &[f32], points: &[f32], degree: usize) -> String {
-    let f = |v: &[f32]| serde_json::to_string(v).expect("serialisable");
+    // (Digits that read back as the same f32 bits: pwpa::format::ExactF32.)
+    let f = |v: &[f32]| {
+        let v: Vec<pwpa::format::ExactF32> = v.iter().map(|&x| pwpa::format::ExactF32(x)).collect();
+        serde_json::to_string(&v).expect("serialisable")
+    };
     let rows: Vec<String> = coeffs
         .chunks(degree + 1)
         .map(|r| format!("    {}", f(r)))

@@ -24,8 +24,10 @@ struct FileV1 {
     version: u64,
     degree: usize,
     breakpoints: BreakpointsV1,
+    #[serde(serialize_with = "exact_f32::ser_vec")]
     anchors: Vec<f32>,
     layout: Layout,
+    #[serde(serialize_with = "exact_f32::ser_vec")]
     coefficients: Vec<f32>,
     tails: TailsV1,
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
@@ -35,8 +37,17 @@ struct FileV1 {
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 enum BreakpointsV1 {
-    Uniform { lo: f32, hi: f32, partitions: usize },
-    Arbitrary { points: Vec<f32> },
+    Uniform {
+        #[serde(serialize_with = "exact_f32::ser")]
+        lo: f32,
+        #[serde(serialize_with = "exact_f32::ser")]
+        hi: f32,
+        partitions: usize,
+    },
+    Arbitrary {
+        #[serde(serialize_with = "exact_f32::ser_vec")]
+        points: Vec<f32>,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -55,7 +66,9 @@ enum TailV1 {
     Clamp {},
     Extend {},
     Linear {
+        #[serde(serialize_with = "exact_f32::ser")]
         slope: f32,
+        #[serde(serialize_with = "exact_f32::ser")]
         intercept: f32,
     },
     Constant {
@@ -64,9 +77,62 @@ enum TailV1 {
     },
     Exp2 {
         negative: bool,
+        #[serde(serialize_with = "exact_f32::ser")]
         anchor: f32,
+        #[serde(serialize_with = "exact_f32::ser_vec")]
         coefficients: Vec<f32>,
     },
+}
+
+/// f32 values written so that they read back as the same bits. Reading takes a number's
+/// nearest f64 and rounds that to f32 (FORMAT.md). serde_json writes an f32 as its
+/// shortest decimal digits, which for one value and its negative (0x15ae43fd,
+/// 7.038531e-26) are nearest to an f64 that lies exactly halfway between two f32 values:
+/// it read back as the even neighbour, 0x15ae43fe. Such a value is written with the
+/// digits of its f64 instead (17 significant digits, exact as f64, so exact as f32).
+pub(crate) mod exact_f32 {
+    use serde::ser::{SerializeSeq, Serializer};
+
+    /// Whether serde_json's digits for the finite `v` read back as `v` (f64, then f32).
+    pub fn reads_back(v: f32) -> bool {
+        let mut buf = [0u8; 32];
+        let mut w = &mut buf[..];
+        if serde_json::to_writer(&mut w, &v).is_err() {
+            return false;
+        }
+        let n = 32 - w.len();
+        std::str::from_utf8(&buf[..n])
+            .ok()
+            .and_then(|t| t.parse::<f64>().ok())
+            .is_some_and(|x| (x as f32).to_bits() == v.to_bits())
+    }
+
+    pub fn ser<S: Serializer>(v: &f32, s: S) -> Result<S::Ok, S::Error> {
+        if !v.is_finite() || reads_back(*v) {
+            s.serialize_f32(*v)
+        } else {
+            s.serialize_f64(*v as f64)
+        }
+    }
+
+    pub fn ser_vec<S: Serializer>(v: &[f32], s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(v.len()))?;
+        for x in v {
+            seq.serialize_element(&super::ExactF32(*x))?;
+        }
+        seq.end()
+    }
+}
+
+/// An f32 that serialises exactly (see `exact_f32`); also for other JSON writers of
+/// f32 values (the seed format's JSON in `pwpa convert`).
+#[derive(Clone, Copy, Debug)]
+pub struct ExactF32(pub f32);
+
+impl Serialize for ExactF32 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        exact_f32::ser(&self.0, s)
+    }
 }
 
 /// A constant tail may be ±Inf (for example exp's right tail), which JSON cannot
@@ -80,7 +146,7 @@ mod f32_or_inf {
         } else if *v == f32::NEG_INFINITY {
             s.serialize_str("-inf")
         } else {
-            s.serialize_f32(*v)
+            super::exact_f32::ser(v, s)
         }
     }
 
@@ -645,6 +711,84 @@ mod tests {
             let (back, l) = from_json(&to_json(&t, layout)).unwrap();
             assert_eq!(l, layout);
             assert_eq!(back, t);
+        }
+    }
+
+    #[test]
+    fn every_f32_field_reads_back_bit_exact() {
+        // serde_json's shortest digits for 0x15ae43fd (7.038531e-26) are nearest to an f64
+        // halfway between two f32 values: the loader's f64-then-f32 rule read them back as
+        // 0x15ae43fe (a CLI audit found it; the only such f32 and its negative).
+        let v = f32::from_bits(0x15ae_43fd);
+        assert!(!exact_f32::reads_back(v) && !exact_f32::reads_back(-v));
+        let text = serde_json::to_string(&v).unwrap();
+        assert_ne!(
+            (text.parse::<f64>().unwrap() as f32).to_bits(),
+            v.to_bits(),
+            "{text}"
+        );
+        // In every kind of f32 field.
+        let pts = vec![-1.0, -v, 0.0, v, 1.0];
+        let arb = Breakpoints::arbitrary(pts).unwrap();
+        let coeffs = vec![v, -v, 1.0, v, -v, 0.5, v, 2.0];
+        let exp2 = Tail::Exp2 {
+            negative: false,
+            anchor: -v,
+            coeffs: vec![v, -v, 1.0],
+        };
+        let t = Table::new(
+            arb,
+            1,
+            vec![-v, v, -v, v],
+            coeffs.clone(),
+            exp2,
+            Tail::Constant { value: v },
+        )
+        .unwrap();
+        let lin = Tail::Linear {
+            slope: v,
+            intercept: -v,
+        };
+        let uni = Table::new(
+            Breakpoints::uniform(-v, v, 4).unwrap(),
+            1,
+            vec![v; 4],
+            coeffs,
+            lin.clone(),
+            lin,
+        )
+        .unwrap();
+        for t in [t, uni] {
+            for layout in [Layout::Aos, Layout::Soa] {
+                let back = from_json(&to_json(&t, layout)).unwrap().0;
+                assert_eq!(format!("{back:?}"), format!("{t:?}"));
+                let bits = |t: &Table| {
+                    t.coeffs()
+                        .iter()
+                        .chain(t.anchors())
+                        .map(|x| x.to_bits())
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(bits(&back), bits(&t));
+            }
+        }
+        // Random finite bit patterns (and the value above) through the writer.
+        let mut z = 0x1234_5678_9abc_def0u64;
+        for i in 0..200_000u32 {
+            z = z
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let x = if i == 0 {
+                v
+            } else {
+                f32::from_bits((z >> 32) as u32)
+            };
+            if !x.is_finite() {
+                continue;
+            }
+            let text = serde_json::to_string(&ExactF32(x)).unwrap();
+            let back = text.parse::<f64>().unwrap() as f32;
+            assert_eq!(back.to_bits(), x.to_bits(), "{x:e} written as {text}");
         }
     }
 
