@@ -197,6 +197,11 @@ fn expressions_parse_and_evaluate() {
         ("erf(x)", 0.5, 0.520_499_877_813_046_5),
         ("sigmoid(x)", 0.0, 0.5),
         ("abs(x)", -2.5, 2.5),
+        // The sign function is 0 at ±0 (Rust's f64::signum is ±1 there).
+        ("signum(x)", -2.5, -1.0),
+        ("signum(x)", 1e-300, 1.0),
+        ("signum(x)", 0.0, 0.0),
+        ("signum(x)", -0.0, 0.0),
         ("pow(x, 3)", 2.0, 8.0),
         ("x^2 + 1", 3.0, 10.0),
         ("2*pi*x", 1.0, std::f64::consts::TAU),

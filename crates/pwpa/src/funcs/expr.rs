@@ -55,7 +55,9 @@ impl MakeOperators<f64> for PwpaOps {
             bin("min", 0, true, f64::min),
             bin("max", 0, true, f64::max),
             Operator::make_unary("abs", f64::abs),
-            Operator::make_unary("signum", f64::signum),
+            // The sign function: 0 at ±0 (as numpy's and torch's sign), not Rust's
+            // f64::signum, which is ±1 there (a fit on [−1, 0] counted +1 at x = +0).
+            Operator::make_unary("signum", |a| if a == 0.0 { 0.0 } else { a.signum() }),
             Operator::make_unary("sin", f64::sin),
             Operator::make_unary("cos", f64::cos),
             Operator::make_unary("tan", f64::tan),
