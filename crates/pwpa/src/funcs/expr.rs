@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 /// Unary: `exp exp2 expm1 ln log log1p log2 log10 sqrt cbrt rsqrt abs signum sin cos
 /// tan asin acos atan sinh cosh tanh asinh acosh atanh floor ceil round trunc erf
 /// erfc sigmoid softplus gelu gelu_tanh silu mish elu selu relu log_sigmoid
-/// hardswish`. Constants: `pi PI π e E tau TAU τ`.
+/// hardswish` (`signum` is 0 at ±0). Constants: `pi PI π e E tau TAU τ`.
 /// (`log` is the natural logarithm; `log_sigmoid` etc. use the catalogue's f64 references.)
 #[derive(Clone, Debug)]
 pub struct PwpaOps;
