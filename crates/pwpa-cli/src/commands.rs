@@ -608,6 +608,14 @@ pub fn check_output_dir(out: &Path) -> Result<()> {
     }
     if let Some(dir) = out.parent() {
         if !dir.as_os_str().is_empty() && !dir.is_dir() {
+            // (A regular file in the directory's place was "does not exist" too.)
+            if dir.exists() {
+                bail!(
+                    "cannot write {}: {} is not a directory",
+                    out.display(),
+                    dir.display()
+                );
+            }
             bail!(
                 "cannot write {}: directory {} does not exist",
                 out.display(),

@@ -446,9 +446,11 @@ fn parse_header(header: &str) -> Result<Header> {
         .ok_or_else(|| anyhow::anyhow!("malformed header: unterminated 'descr'"))?;
     let descr = &d[1..1 + close];
     let dtype = match descr {
-        "<f4" | "=f4" | "f4" => ArrayDType::Elem(DType::F32),
-        "<f2" | "=f2" | "f2" | "|f2" => ArrayDType::Elem(DType::F16),
-        "<f8" | "=f8" | "f8" => ArrayDType::F64,
+        // (numpy also reads type names and '|' for these; the machine's order, little
+        // endian everywhere pwpa runs.)
+        "<f4" | "=f4" | "f4" | "|f4" | "float32" => ArrayDType::Elem(DType::F32),
+        "<f2" | "=f2" | "f2" | "|f2" | "float16" => ArrayDType::Elem(DType::F16),
+        "<f8" | "=f8" | "f8" | "|f8" | "float64" => ArrayDType::F64,
         ">f4" | ">f2" | ">f8" => {
             bail!("big-endian arrays ('{descr}') are not supported; save it little-endian")
         }
@@ -487,6 +489,11 @@ fn parse_header(header: &str) -> Result<Header> {
 }
 
 fn describe_descr(d: &str) -> &'static str {
+    // Type names as numpy also accepts them ('float32', 'bfloat16'): their own words,
+    // not the first letter's code ('bfloat16' read as "boolean or byte").
+    if d == "bfloat16" {
+        return "the .npy format has no bfloat16 dtype: write bf16 as a raw file (--raw) instead";
+    }
     let kind = d.trim_start_matches(['<', '>', '=', '|']);
     match kind.chars().next() {
         Some('i') => "signed integer",

@@ -96,19 +96,19 @@ pub fn parse_seed_json(text: &str) -> Result<(Vec<f32>, Vec<f32>, usize)> {
             bail!("unknown field '{k}' in seed file (expected coeffs, partition_points, degree)");
         }
     }
-    let pts = obj
-        .get("partition_points")
-        .and_then(Value::as_array)
-        .ok_or_else(|| anyhow::anyhow!("missing array field 'partition_points'"))?;
+    let array = |k: &str| match obj.get(k) {
+        None => Err(anyhow::anyhow!("missing array field '{k}'")),
+        Some(v) => v
+            .as_array()
+            .ok_or_else(|| anyhow::anyhow!("field '{k}' must be an array (got {v})")),
+    };
+    let pts = array("partition_points")?;
     let points = pts
         .iter()
         .enumerate()
         .map(|(i, v)| json_f32(v, &format!("partition_points[{i}]")))
         .collect::<Result<Vec<f32>>>()?;
-    let coeffs = obj
-        .get("coeffs")
-        .and_then(Value::as_array)
-        .ok_or_else(|| anyhow::anyhow!("missing array field 'coeffs'"))?;
+    let coeffs = array("coeffs")?;
     let degree_field = match obj.get("degree") {
         None => None,
         Some(d) => Some(
@@ -234,8 +234,15 @@ fn read_seed(a: &ConvertArgs) -> Result<Table> {
         parse_seed_json(&text)
             .with_context(|| format!("invalid seed file {}", a.input.display()))?
     };
+    // (The points' faults were reported under the coefficients' file name.)
+    let named = match &a.points {
+        Some(pp) if is_npy(&a.input) => {
+            format!("{} with points {}", a.input.display(), pp.display())
+        }
+        _ => a.input.display().to_string(),
+    };
     let table = Table::from_seed(coeffs, points, degree)
-        .with_context(|| format!("invalid seed table {}", a.input.display()))?;
+        .with_context(|| format!("invalid seed table {named}"))?;
     let left = a.left_tail.clone().unwrap_or(Tail::Extend);
     let right = a.right_tail.clone().unwrap_or(Tail::Extend);
     Ok(table.with_tails(left, right)?)

@@ -2030,7 +2030,7 @@ fn table_files_with_a_bom_load_and_wrong_version_types_are_named() {
     let bad = d.write("v.json", &v.to_string());
     fails(
         &pwpa(&["info", p(&bad)]),
-        &["'version' must be an integer (got 1.0)"],
+        &["'version' must be a format version, a whole number (this build reads 1); got 1.0"],
         &[],
     );
 }
@@ -2594,4 +2594,104 @@ fn not_tables_plot_over_its_table_and_underflowing_tails() {
         "-o",
         p(&out),
     ]));
+}
+
+#[test]
+fn messages_name_the_real_problem() {
+    // Each message below named something else before (a CLI audit, 2026-11-29).
+    let d = Dir::new();
+    let table = d.write(
+        "t.json",
+        &pwpa::format::to_json(&sample_table(), Layout::Aos),
+    );
+    // A regular file where the output's directory should be.
+    let file = d.write("plain", "x");
+    let out = file.join("y.npy");
+    let x = d.path("x.npy");
+    write_npy(&x, "<f4", &[3], &f32_bytes(&[0.5, -1.0, 2.0]));
+    fails(
+        &pwpa(&["eval", p(&table), "--input", p(&x), "--output", p(&out)]),
+        &["plain is not a directory"],
+        &[&out],
+    );
+    // numpy's type names and '|' for the float types are read as numpy reads them.
+    for descr in ["float32", "|f4"] {
+        let xn = d.path(&format!("x_{}.npy", descr.replace('|', "bar")));
+        write_npy(&xn, descr, &[3], &f32_bytes(&[0.5, -1.0, 2.0]));
+        let yn = d.path(&format!("y_{}.npy", descr.replace('|', "bar")));
+        ok(&pwpa(&[
+            "eval",
+            p(&table),
+            "--input",
+            p(&xn),
+            "--output",
+            p(&yn),
+        ]));
+        let (_, _, data) = read_npy(&yn);
+        let t = sample_table();
+        let want: Vec<f32> = [0.5f32, -1.0, 2.0].iter().map(|&v| t.eval_f32(v)).collect();
+        assert_eq!(data, f32_bytes(&want), "{descr}");
+    }
+    let xb = d.path("xb.npy");
+    write_npy(&xb, "bfloat16", &[2], &[0, 0, 0, 0]);
+    fails(
+        &pwpa(&[
+            "eval",
+            p(&table),
+            "--input",
+            p(&xb),
+            "--output",
+            p(&d.path("yb.npy")),
+        ]),
+        &["no bfloat16 dtype", "--raw"],
+        &[],
+    );
+    // Seed .npy coefficients whose points are unsorted: the points' file is named.
+    let c = d.path("c.npy");
+    let pts = d.path("pts.npy");
+    write_npy(&c, "<f4", &[2, 1], &f32_bytes(&[1.0, 2.0]));
+    write_npy(&pts, "<f4", &[3], &f32_bytes(&[0.0, 2.0, 1.0]));
+    let o = d.path("seed_t.json");
+    fails(
+        &pwpa(&[
+            "convert",
+            p(&c),
+            "--points",
+            p(&pts),
+            "--to",
+            "aos",
+            "-o",
+            p(&o),
+        ]),
+        &["pts.npy", "strictly increasing"],
+        &[&o],
+    );
+    // A seed JSON where a pwpa table is expected, and a seed JSON field of the wrong kind.
+    let seed = d.write(
+        "seed.json",
+        r#"{"coeffs": [[1.0], [2.0]], "partition_points": [0, 1, 2]}"#,
+    );
+    fails(
+        &pwpa(&["info", p(&seed)]),
+        &["seed-format table", "pwpa convert"],
+        &[],
+    );
+    let bad = d.write(
+        "bad_seed.json",
+        r#"{"coeffs": "x", "partition_points": [0, 1]}"#,
+    );
+    fails(
+        &pwpa(&[
+            "convert",
+            p(&bad),
+            "--from",
+            "seed",
+            "--to",
+            "aos",
+            "-o",
+            p(&o),
+        ]),
+        &["field 'coeffs' must be an array"],
+        &[&o],
+    );
 }

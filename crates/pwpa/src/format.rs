@@ -261,6 +261,15 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
                 "field 'format' is '{other}', expected '{FORMAT_NAME}'"
             )))
         }
+        None if obj.contains_key("partition_points") || obj.contains_key("coeffs") => {
+            // (The CLI's info/eval/export said only "missing string field 'format'".)
+            return Err(Error::Format(format!(
+                "missing string field 'format' (expected '{FORMAT_NAME}'): this looks like a \
+                 seed-format table (coeffs, partition_points); import it with `pwpa convert \
+                 FILE --from seed --to aos -o table.json` (Python: pwpa.Table.from_seed, \
+                 Rust: Table::from_seed)"
+            )));
+        }
         None => {
             return Err(Error::Format(format!(
                 "missing string field 'format' (expected '{FORMAT_NAME}')"
@@ -277,7 +286,10 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
         }
         None => {
             return Err(Error::Format(match obj.get("version") {
-                Some(v) => format!("field 'version' must be an integer (got {v})"),
+                Some(v) => format!(
+                    "field 'version' must be a format version, a whole number (this build reads \
+                     {FORMAT_VERSION}); got {v}"
+                ),
                 None => "missing integer field 'version'".into(),
             }))
         }
