@@ -88,7 +88,7 @@ pub enum Error {
         reason: String,
     },
     /// An export's symbol prefix that is not a C identifier.
-    #[error("export name {name:?} is not a usable C identifier: letters, digits and _, not starting with a digit, and not a name C reserves (no \"__\" anywhere, no \"_\" followed by a capital letter at the start)")]
+    #[error("export name {name:?} is not a usable C identifier: letters, digits and _, not starting with a digit, and not a name C reserves (no \"__\" anywhere, and no \"_\" at the start: C reserves file-scope names that begin with one)")]
     InvalidExportName {
         /// The name given.
         name: String,

@@ -25,7 +25,8 @@ use crate::error::{Error, Result};
 use crate::table::{Breakpoints, Table, Tail, EXP2_POLY_BITS};
 
 /// Checks that `name` is a C identifier usable as the exported symbols' prefix and not
-/// reserved (no `__` anywhere, no `_` followed by a capital at the start).
+/// reserved (no `__` anywhere, no `_` at the start: C reserves every file-scope name that
+/// begins with one, and the header's functions are file-scope names).
 pub fn check_name(name: &str) -> Result<()> {
     let mut chars = name.chars();
     let ok = match chars.next() {
@@ -34,7 +35,7 @@ pub fn check_name(name: &str) -> Result<()> {
         }
         _ => false,
     } && !name.contains("__")
-        && !(name.starts_with('_') && name[1..].starts_with(|c: char| c.is_ascii_uppercase()));
+        && !name.starts_with('_');
     if !ok {
         return Err(Error::InvalidExportName {
             name: name.to_string(),
