@@ -524,6 +524,13 @@ pub fn fit(a: &FitArgs) -> Result<()> {
     };
     if let Some(out) = &a.output {
         check_output_dir(out)?;
+        // (JSON was written into a .npy file; `pwpa convert` already refused that.)
+        if is_npy_name(out) {
+            bail!(
+                "a pwpa table is JSON: write it to a .json file, not {}",
+                out.display()
+            );
+        }
         if let Some(samples) = a.samples.as_ref().filter(|s| crate::same_file(out, s)) {
             bail!(
                 "-o {} is the samples file being fitted; write the table to another file",
@@ -640,7 +647,13 @@ pub struct InfoArgs {
     #[arg(long, value_parser = parse_dtype, default_value = "f32")]
     dtype: DType,
     /// Report against this function or expression instead of the table's `meta.function`.
-    #[arg(long, value_name = "NAME|EXPR", allow_hyphen_values = true)]
+    /// (Not with --no-report, which has no report: an unparsable expression went unnoticed.)
+    #[arg(
+        long,
+        value_name = "NAME|EXPR",
+        allow_hyphen_values = true,
+        conflicts_with = "no_report"
+    )]
     function: Option<String>,
     /// Only the summary, no error report.
     #[arg(long)]

@@ -2676,6 +2676,18 @@ fn messages_name_the_real_problem() {
         &["seed-format table", "pwpa convert"],
         &[],
     );
+    // A table written into a .npy name; --function that --no-report would not use.
+    let tn = d.path("t.npy");
+    fails(
+        &pwpa(&["fit", "tanh", "-P", "4", "-o", p(&tn)]),
+        &["a pwpa table is JSON"],
+        &[&tn],
+    );
+    fails(
+        &pwpa(&["info", p(&table), "--no-report", "--function", "foo("]),
+        &["--no-report"],
+        &[],
+    );
     let bad = d.write(
         "bad_seed.json",
         r#"{"coeffs": "x", "partition_points": [0, 1]}"#,
