@@ -110,6 +110,10 @@ def test_layout_conversions():
     a = aos.numpy()
     np.testing.assert_array_equal(ops.soa2aos(ops.aos2soa(a, D), D), a)
     assert ops.aos2soa(aos.half(), D).dtype == torch.float16
+    # Not numbers, or ragged rows: a ShapeError (numpy's bare ValueError before).
+    for bad in ["abc", [[1, 2, 3], [4, 5]]]:
+        with pytest.raises(pwpa.ShapeError, match="coeffs must be numbers"):
+            ops.aos2soa(bad, 2)
 
 
 def test_shape_errors():

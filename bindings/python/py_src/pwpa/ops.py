@@ -152,7 +152,11 @@ def _permute(coeffs: Any, D: Any, to_soa: bool) -> Any:
     d = _check_degree(D)
     n = d + 1
     if not (_is_tensor(coeffs) or isinstance(coeffs, np.ndarray)):
-        coeffs = np.asarray(coeffs, dtype=np.float32)
+        try:
+            coeffs = np.asarray(coeffs, dtype=np.float32)
+        except (TypeError, ValueError, OverflowError) as e:
+            # (numpy's bare ValueError for "abc" or ragged rows is not a PwpaError.)
+            raise ShapeError(f"coeffs must be numbers in a (P, D+1) or flat array: {e}") from None
     shape = tuple(coeffs.shape)
     size = math.prod(shape)  # (not np.prod, which Dynamo traces as a tensor op)
     if len(shape) not in (1, 2) or size == 0 or size % n != 0:
