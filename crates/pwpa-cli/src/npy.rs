@@ -489,8 +489,8 @@ fn parse_header(header: &str) -> Result<Header> {
 }
 
 fn describe_descr(d: &str) -> &'static str {
-    // Type names as numpy also accepts them ('float32', 'bfloat16'): their own words,
-    // not the first letter's code ('bfloat16' read as "boolean or byte").
+    // 'bfloat16' (a type name, not a descr) in its own words, not its first letter's
+    // code ("boolean or byte"); the float type names are read in parse_header.
     if d == "bfloat16" {
         return "the .npy format has no bfloat16 dtype: write bf16 as a raw file (--raw) instead";
     }

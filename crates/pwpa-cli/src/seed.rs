@@ -234,12 +234,11 @@ fn read_seed(a: &ConvertArgs) -> Result<Table> {
         parse_seed_json(&text)
             .with_context(|| format!("invalid seed file {}", a.input.display()))?
     };
-    // (The points' faults were reported under the coefficients' file name.)
+    // (The points' faults were reported under the coefficients' file name. --points
+    // comes only with .npy coefficients: a seed JSON with it was refused above.)
     let named = match &a.points {
-        Some(pp) if is_npy(&a.input) => {
-            format!("{} with points {}", a.input.display(), pp.display())
-        }
-        _ => a.input.display().to_string(),
+        Some(pp) => format!("{} with points {}", a.input.display(), pp.display()),
+        None => a.input.display().to_string(),
     };
     let table = Table::from_seed(coeffs, points, degree)
         .with_context(|| format!("invalid seed table {named}"))?;
