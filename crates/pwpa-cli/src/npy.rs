@@ -406,27 +406,151 @@ struct Header {
     shape: Vec<usize>,
 }
 
-/// Finds the value text after `'key':` in a Python dict literal.
-fn field<'a>(header: &'a str, key: &str) -> Result<&'a str> {
-    let count: usize = ['\'', '"']
-        .iter()
-        .map(|q| header.matches(&format!("{q}{key}{q}")).count())
-        .sum();
-    if count > 1 {
-        // (numpy would take the last; a header written so is malformed)
-        bail!("malformed header: the key '{key}' appears {count} times in {header:?}");
-    }
-    for quote in ['\'', '"'] {
-        let pat = format!("{quote}{key}{quote}");
-        if let Some(pos) = header.find(&pat) {
-            let rest = header[pos + pat.len()..].trim_start();
-            let rest = rest
-                .strip_prefix(':')
-                .ok_or_else(|| anyhow::anyhow!("malformed header: no ':' after '{key}'"))?;
-            return Ok(rest.trim_start());
+/// A value of the header's Python literal: what numpy's `.npy` headers hold.
+#[derive(Debug, PartialEq)]
+enum Lit {
+    Str(String),
+    Bool(bool),
+    Int(String),
+    /// A tuple `( … )` (`true`) or a list `[ … ]` (`false`).
+    Seq(Vec<Lit>, bool),
+    /// Anything else (`None`, a number with a point, a nested dict): kept as its text.
+    Other(String),
+}
+
+/// A small reader of the header's dict literal (`{'descr': '<f4', 'fortran_order': False,
+/// 'shape': (3, 4), }`): strings, True/False, integers, tuples and lists, nested.
+struct LitParser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl LitParser<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
         }
     }
-    bail!("malformed header: no '{key}' field in {header:?}")
+
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.s.get(self.i).copied()
+    }
+
+    fn expect(&mut self, c: u8) -> Result<()> {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            bail!(
+                "malformed header: expected '{}' at byte {} of {:?}",
+                c as char,
+                self.i,
+                String::from_utf8_lossy(self.s)
+            )
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Lit> {
+        if depth > 32 {
+            bail!("malformed header: nested too deeply");
+        }
+        match self.peek() {
+            Some(q @ (b'\'' | b'"')) => {
+                let from = self.i + 1;
+                let len = self.s[from..].iter().position(|&c| c == q || c == b'\\');
+                match len.map(|n| (n, self.s[from + n])) {
+                    Some((n, c)) if c == q => {
+                        self.i = from + n + 1;
+                        Ok(Lit::Str(
+                            String::from_utf8_lossy(&self.s[from..from + n]).into(),
+                        ))
+                    }
+                    Some(_) => bail!("malformed header: escapes in strings are not supported"),
+                    None => bail!("malformed header: an unterminated string"),
+                }
+            }
+            Some(open @ (b'(' | b'[')) => {
+                let close = if open == b'(' { b')' } else { b']' };
+                self.i += 1;
+                let mut items = Vec::new();
+                loop {
+                    if self.peek() == Some(close) {
+                        self.i += 1;
+                        return Ok(Lit::Seq(items, open == b'('));
+                    }
+                    items.push(self.value(depth + 1)?);
+                    if self.peek() == Some(b',') {
+                        self.i += 1;
+                    } else {
+                        self.expect(close)?;
+                        return Ok(Lit::Seq(items, open == b'('));
+                    }
+                }
+            }
+            Some(_) => {
+                let from = self.i;
+                let mut nest = 0usize;
+                while let Some(&c) = self.s.get(self.i) {
+                    match c {
+                        b'{' | b'(' | b'[' => nest += 1,
+                        b'}' | b')' | b']' if nest > 0 => nest -= 1,
+                        b',' | b'}' | b')' | b']' if nest == 0 => break,
+                        _ => {}
+                    }
+                    self.i += 1;
+                }
+                let t = String::from_utf8_lossy(&self.s[from..self.i])
+                    .trim()
+                    .to_string();
+                Ok(match t.as_str() {
+                    "True" => Lit::Bool(true),
+                    "False" => Lit::Bool(false),
+                    _ if !t.is_empty()
+                        && t.trim_end_matches('L').bytes().all(|c| c.is_ascii_digit()) =>
+                    {
+                        Lit::Int(t.trim_end_matches('L').to_string())
+                    }
+                    "" => bail!("malformed header: a missing value at byte {from}"),
+                    _ => Lit::Other(t),
+                })
+            }
+            None => bail!("malformed header: it ends early"),
+        }
+    }
+
+    /// The dict's entries, in order; the whole text must be the dict.
+    fn dict(mut self) -> Result<Vec<(String, Lit)>> {
+        self.expect(b'{')?;
+        let mut out: Vec<(String, Lit)> = Vec::new();
+        loop {
+            if self.peek() == Some(b'}') {
+                self.i += 1;
+                break;
+            }
+            let key = match self.value(1)? {
+                Lit::Str(k) => k,
+                other => bail!("malformed header: a key that is not a string: {other:?}"),
+            };
+            self.expect(b':')?;
+            let v = self.value(1)?;
+            if out.iter().any(|(k, _)| *k == key) {
+                // (numpy would take the last; a header written so is malformed)
+                bail!("malformed header: the key '{key}' appears more than once");
+            }
+            out.push((key, v));
+            if self.peek() == Some(b',') {
+                self.i += 1;
+            } else {
+                self.expect(b'}')?;
+                break;
+            }
+        }
+        if self.peek().is_some() {
+            bail!("malformed header: text after the dict literal");
+        }
+        Ok(out)
+    }
 }
 
 fn parse_header(header: &str) -> Result<Header> {
@@ -434,17 +558,35 @@ fn parse_header(header: &str) -> Result<Header> {
     if !h.starts_with('{') || !h.ends_with('}') {
         bail!("malformed header: not a dict literal: {h:?}");
     }
-    // descr
-    let d = field(h, "descr")?;
-    let q = d
-        .chars()
-        .next()
-        .filter(|c| *c == '\'' || *c == '"')
-        .ok_or_else(|| anyhow::anyhow!("malformed header: 'descr' is not a string"))?;
-    let close = d[1..]
-        .find(q)
-        .ok_or_else(|| anyhow::anyhow!("malformed header: unterminated 'descr'"))?;
-    let descr = &d[1..1 + close];
+    let entries = LitParser {
+        s: h.as_bytes(),
+        i: 0,
+    }
+    .dict()?;
+    // numpy refuses a header whose keys are not exactly these three.
+    for (k, _) in &entries {
+        if !["descr", "fortran_order", "shape"].contains(&k.as_str()) {
+            bail!(
+                "malformed header: unexpected key '{k}' (a .npy header has exactly 'descr', \
+                 'fortran_order' and 'shape')"
+            );
+        }
+    }
+    let get = |key: &str| {
+        entries
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+            .ok_or_else(|| anyhow::anyhow!("malformed header: no '{key}' field in {h:?}"))
+    };
+    let descr = match get("descr")? {
+        Lit::Str(s) => s.as_str(),
+        Lit::Seq(..) => bail!(
+            "unsupported dtype: a structured array (record fields); pwpa reads float32 and \
+             float16 arrays"
+        ),
+        _ => bail!("malformed header: 'descr' is not a string"),
+    };
     let dtype = match descr {
         // (numpy also reads type names and '|' for these; the machine's order, little
         // endian everywhere pwpa runs.)
@@ -459,31 +601,25 @@ fn parse_header(header: &str) -> Result<Header> {
             describe_descr(other)
         ),
     };
-    // fortran_order
-    let f = field(h, "fortran_order")?;
-    if f.starts_with("True") {
-        bail!("Fortran-order arrays are not supported; save a C-order (contiguous) array");
-    } else if !f.starts_with("False") {
-        bail!("malformed header: 'fortran_order' is neither True nor False");
-    }
-    // shape
-    let s = field(h, "shape")?;
-    let s = s
-        .strip_prefix('(')
-        .ok_or_else(|| anyhow::anyhow!("malformed header: 'shape' is not a tuple"))?;
-    let close = s
-        .find(')')
-        .ok_or_else(|| anyhow::anyhow!("malformed header: unterminated 'shape'"))?;
-    let mut shape = Vec::new();
-    for part in s[..close].split(',') {
-        let p = part.trim().trim_end_matches('L');
-        if p.is_empty() {
-            continue;
+    match get("fortran_order")? {
+        Lit::Bool(false) => {}
+        Lit::Bool(true) => {
+            bail!("Fortran-order arrays are not supported; save a C-order (contiguous) array")
         }
-        shape
-            .push(p.parse::<usize>().map_err(|_| {
-                anyhow::anyhow!("malformed header: bad dimension '{p}' in 'shape'")
-            })?);
+        _ => bail!("malformed header: 'fortran_order' is neither True nor False"),
+    }
+    let dims = match get("shape")? {
+        Lit::Seq(d, true) => d,
+        _ => bail!("malformed header: 'shape' is not a tuple"),
+    };
+    let mut shape = Vec::new();
+    for d in dims {
+        match d {
+            Lit::Int(t) => shape.push(t.parse::<usize>().map_err(|_| {
+                anyhow::anyhow!("malformed header: the dimension {t} in 'shape' is too large")
+            })?),
+            other => bail!("malformed header: bad dimension {other:?} in 'shape'"),
+        }
     }
     Ok(Header { dtype, shape })
 }
@@ -574,7 +710,51 @@ mod tests {
         )
         .unwrap_err()
         .to_string()
-        .contains("appears 2 times"));
+        .contains("appears more than once"));
+        for (bad, what) in [
+            (
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (7,), 'extra': 1}",
+                "unexpected key 'extra'",
+            ),
+            (
+                "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (7,)}",
+                "structured",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': False, 'shape': [7]}",
+                "not a tuple",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (7.5,)}",
+                "bad dimension",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': 0, 'shape': (7,)}",
+                "neither True",
+            ),
+            ("{'descr': '<f4', 'fortran_order': False}", "no 'shape'"),
+            (
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (7,)} x",
+                "not a dict",
+            ),
+            (
+                "{'descr': '<f4' 'fortran_order': False, 'shape': (7,)}",
+                "expected '}'",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)}",
+                "too large",
+            ),
+        ] {
+            let e = parse_header(bad).unwrap_err().to_string();
+            assert!(e.contains(what), "{bad}: {e}");
+        }
+        // numpy's own spacing variants, double quotes, and a 0-d shape
+        let p = parse_header(r#"{"descr":"<f4","fortran_order":False,"shape":()}"#).unwrap();
+        assert!(p.shape.is_empty());
+        let p =
+            parse_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3L), }").unwrap();
+        assert_eq!(p.shape, vec![2, 3]);
         let p = parse_header("{'descr': '<f4', 'fortran_order': False, 'shape': (7,), }").unwrap();
         assert_eq!(p.shape, vec![7]);
         assert!(
