@@ -510,7 +510,7 @@ impl NativeTable {
     fn plot(
         &self,
         py: Python<'_>,
-        path: String,
+        path: std::path::PathBuf,
         target: Option<String>,
         ulp: Option<&str>,
         range: Option<(f64, f64)>,

@@ -566,6 +566,19 @@ def test_wrong_argument_types_are_typed_errors(tmp_path):
         pwpa.Table.from_json(None)
     with pytest.raises(pwpa.TableError, match="UTF-8"):
         pwpa.Table.from_json(b"\xff{")
+    with pytest.raises(pwpa.TableError, match="Unicode"):
+        pwpa.Table.from_json('{"x": "\ud800"}')
+    for call in (t.save, t.export, t.plot, pwpa.Table.load, pwpa.load):
+        with pytest.raises(pwpa.ArgumentTypeError, match="path must be"):
+            call(3)
+    # a file name that is not UTF-8 (bytes from os.listdir(b".")) works everywhere
+    (tmp_path / "odd").mkdir()
+    odd = os.fsencode(str(tmp_path / "odd")) + b"/t\xff"
+    t.save(odd + b".json")
+    assert pwpa.Table.load(odd + b".json") == t
+    t.export(odd + b".h")
+    t.plot(odd + b".svg")
+    assert sorted(os.listdir(os.fsencode(str(tmp_path / "odd")))) == [b"t\xff.h", b"t\xff.json", b"t\xff.svg"]
     with pytest.raises(pwpa.ArgumentError, match="integer"):
         pwpa.Table({"lo": 0, "hi": 1, "partitions": 2.7}, [[1.0], [2.0]])
     with pytest.raises(pwpa.ArgumentError, match="unknown key"):

@@ -385,16 +385,20 @@ class Table:
                 raise TableError(f"the table's JSON is not valid UTF-8: {e}") from None
         if not isinstance(text, str):
             raise ArgumentTypeError(f"from_json takes the JSON text as a str (got {type(text).__name__})")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise TableError(f"the table's JSON is not valid Unicode text: {e}") from None
         return cls._wrap(_native.Table.from_json(text))
 
     @classmethod
     def load(cls, path: Union[str, os.PathLike]) -> "Table":
         """Loads and validates a table file (raises TableError / PwpaIOError)."""
-        return cls._wrap(_native.Table.load(os.fsdecode(path)))
+        return cls._wrap(_native.Table.load(_path(path)))
 
     def save(self, path: Union[str, os.PathLike], layout: str = "aos") -> None:
         """Writes the table atomically (never a half-written file)."""
-        self._native.save(os.fsdecode(path), layout)
+        self._native.save(_path(path), layout)
 
     def export(self, path: Union[str, os.PathLike], format: Optional[str] = None, name: Optional[str] = None) -> None:
         """Writes the table for C or RTL, atomically (``pwpa export``): ``format="c"`` a C
@@ -405,7 +409,7 @@ class Table:
         func = self.meta.get("function")
         source = f"pwpa.Table (function {func})" if isinstance(func, str) else "pwpa.Table"
         self._native.export(
-            os.fsdecode(path), None if format is None else str(format), None if name is None else str(name), source
+            _path(path), None if format is None else str(format), None if name is None else str(name), source
         )
 
     def to_json(self, layout: str = "aos") -> str:
@@ -588,7 +592,7 @@ class Table:
         the table with its breakpoints, and the error beneath (absolute, or in ULPs of
         ``ulp`` = "f32" | "bf16" | "f16"), to ``path`` (.svg or .png)."""
         self._native.plot(
-            os.fsdecode(path), _target(target), None if ulp is None else _dtype_name(ulp), _plot_range(range)
+            _path(path), _target(target), None if ulp is None else _dtype_name(ulp), _plot_range(range)
         )
 
     # ---- evaluation -------------------------------------------------------------
@@ -624,6 +628,17 @@ def _flag(v: Any, name: str) -> bool:
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     raise ArgumentError(f"{name} must be True or False (got {v!r})")
+
+
+def _path(path: Any) -> str:
+    """A file name for the native layer: str, bytes or os.PathLike (undecodable bytes
+    travel as surrogate escapes, as os.fsdecode gives them)."""
+    try:
+        return os.fsdecode(path)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"a path must be a str, bytes or os.PathLike (got {type(path).__name__})"
+        ) from None
 
 
 def _target(target: Any) -> Optional[str]:
