@@ -1545,6 +1545,32 @@ fn inexact_seed_export_warns() {
     assert_eq!((pts[0], pts[16]), (-8.0, 8.0));
 }
 
+/// A PNG that cannot be written in full (here a file-size limit, as a full disk would)
+/// is an I/O error naming the file, and neither it nor a temporary file is left.
+#[cfg(target_os = "linux")]
+#[test]
+fn plot_png_write_failure_is_an_io_error() {
+    let d = Dir::new();
+    let t = d.table("t.json", &sample_table(), Layout::Aos);
+    let png = d.path("p.png");
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 8; exec \"$0\" plot \"$1\" -o \"$2\"")
+        .args([env!("CARGO_BIN_EXE_pwpa"), p(&t), p(&png)])
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run sh");
+    fails(&o, &["cannot write", "p.png", "File too large"], &[&png]);
+    let left: Vec<_> = std::fs::read_dir(d.tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("t.json")]);
+    // the same command without the limit writes the image
+    ok(&pwpa(&["plot", p(&t), "-o", p(&png)]));
+    assert!(std::fs::metadata(&png).unwrap().len() > 8 * 1024);
+}
+
 #[test]
 fn plot_and_bench_placeholders_fail_cleanly() {
     let d = Dir::new();

@@ -186,9 +186,7 @@ pub fn plot_fn(
                 .present()
                 // (Encoding and writing the image: a full disk or a file size limit is
                 // an I/O error, as for the other outputs, not a drawing one.)
-                .map_err(|e| {
-                    Error::io("cannot write", path, std::io::Error::other(e.to_string()))
-                })?;
+                .map_err(|e| Error::io("cannot write", path, png_io_error(e)))?;
             }
             // (On an error the temporary file is removed when `tmp` drops.)
             tmp.persist(path)
@@ -436,6 +434,20 @@ fn tick_format(lo: f64, hi: f64) -> impl Fn(&f64) -> String {
         } else {
             format!("{v:.decimals$}")
         }
+    }
+}
+
+/// The operating system's error inside a PNG backend's error (the OS's own words, not
+/// the wrappers' debug text).
+fn png_io_error(e: DrawingAreaErrorKind<plotters_bitmap::BitMapBackendError>) -> std::io::Error {
+    use plotters_backend::DrawingErrorKind;
+    use plotters_bitmap::BitMapBackendError as B;
+    match e {
+        DrawingAreaErrorKind::BackendError(DrawingErrorKind::DrawingError(B::IOError(io))) => io,
+        DrawingAreaErrorKind::BackendError(DrawingErrorKind::DrawingError(B::ImageError(ie))) => {
+            std::io::Error::other(ie.to_string())
+        }
+        other => std::io::Error::other(other.to_string()),
     }
 }
 
