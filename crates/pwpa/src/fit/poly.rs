@@ -151,31 +151,66 @@ pub(crate) fn solve(mut a: Vec<f64>, mut b: Vec<f64>, n: usize) -> Option<Vec<f6
 }
 
 /// Least squares min ‖A x − b‖ (m×n, row-major, m ≥ n) by Householder QR.
+///
+/// Each reflection takes the dot products of all remaining columns and b (and the
+/// reflector's squared norm) in one pass over the rows, then updates them in a second
+/// that also sums the next column's squares: the same operations in the same order per
+/// quantity as one column at a time (each sum from −0.0 in row order, as
+/// `Iterator::sum`), so the same bits, with two passes over the matrix per column instead
+/// of 2n + 2, and the sums' dependency chains side by side.
 pub(crate) fn lstsq(mut a: Vec<f64>, mut b: Vec<f64>, m: usize, n: usize) -> Option<Vec<f64>> {
+    let mut v: Vec<f64> = Vec::with_capacity(m);
+    let mut dot = vec![0.0f64; n];
+    let mut f = vec![0.0f64; n];
+    // Σ a[i][k]² over i ≥ k for this k, when the previous update pass summed it.
+    let mut carried: Option<f64> = None;
     for k in 0..n {
-        let norm: f64 = (k..m).map(|i| a[i * n + k].powi(2)).sum::<f64>().sqrt();
+        let norm2 = carried.take().unwrap_or_else(|| {
+            let mut s = -0.0f64;
+            for i in k..m {
+                s += a[i * n + k] * a[i * n + k];
+            }
+            s
+        });
+        let norm = norm2.sqrt();
         if norm == 0.0 || !norm.is_finite() {
             return None;
         }
         let alpha = if a[k * n + k] > 0.0 { -norm } else { norm };
-        let mut v: Vec<f64> = (k..m).map(|i| a[i * n + k]).collect();
+        v.clear();
+        v.extend((k..m).map(|i| a[i * n + k]));
         v[0] -= alpha;
-        let vn: f64 = v.iter().map(|x| x * x).sum();
+        let mut vn = -0.0f64;
+        dot[k..].fill(-0.0);
+        let mut dot_b = -0.0f64;
+        for (i, &vi) in (k..m).zip(&v) {
+            vn += vi * vi;
+            let row = &a[i * n + k..i * n + n];
+            for (d, &x) in dot[k..].iter_mut().zip(row) {
+                *d += vi * x;
+            }
+            dot_b += vi * b[i];
+        }
         if vn == 0.0 {
             continue;
         }
-        for j in k..n {
-            let dot: f64 = (k..m).map(|i| v[i - k] * a[i * n + j]).sum();
-            let f = 2.0 * dot / vn;
-            for i in k..m {
-                a[i * n + j] -= f * v[i - k];
+        for (fj, &d) in f[k..].iter_mut().zip(&dot[k..]) {
+            *fj = 2.0 * d / vn;
+        }
+        let fb = 2.0 * dot_b / vn;
+        let next = k + 1 < n;
+        let mut next_norm2 = -0.0f64;
+        for (i, &vi) in (k..m).zip(&v) {
+            let row = &mut a[i * n + k..i * n + n];
+            for (x, &fj) in row.iter_mut().zip(&f[k..]) {
+                *x -= fj * vi;
+            }
+            b[i] -= fb * vi;
+            if next && i > k {
+                next_norm2 += row[1] * row[1];
             }
         }
-        let dot: f64 = (k..m).map(|i| v[i - k] * b[i]).sum();
-        let f = 2.0 * dot / vn;
-        for i in k..m {
-            b[i] -= f * v[i - k];
-        }
+        carried = next.then_some(next_norm2);
     }
     let mut x = vec![0.0; n];
     for r in (0..n).rev() {
@@ -760,6 +795,86 @@ fn golden(f: impl Fn(f64) -> f64, mut l: f64, mut r: f64, s0: f64, f0: f64) -> (
 
 #[cfg(test)]
 mod tests {
+    /// The column-at-a-time Householder QR that `lstsq` reorganised (its reference).
+    fn lstsq_column_by_column(
+        mut a: Vec<f64>,
+        mut b: Vec<f64>,
+        m: usize,
+        n: usize,
+    ) -> Option<Vec<f64>> {
+        for k in 0..n {
+            let norm: f64 = (k..m).map(|i| a[i * n + k].powi(2)).sum::<f64>().sqrt();
+            if norm == 0.0 || !norm.is_finite() {
+                return None;
+            }
+            let alpha = if a[k * n + k] > 0.0 { -norm } else { norm };
+            let mut v: Vec<f64> = (k..m).map(|i| a[i * n + k]).collect();
+            v[0] -= alpha;
+            let vn: f64 = v.iter().map(|x| x * x).sum();
+            if vn == 0.0 {
+                continue;
+            }
+            for j in k..n {
+                let dot: f64 = (k..m).map(|i| v[i - k] * a[i * n + j]).sum();
+                let f = 2.0 * dot / vn;
+                for i in k..m {
+                    a[i * n + j] -= f * v[i - k];
+                }
+            }
+            let dot: f64 = (k..m).map(|i| v[i - k] * b[i]).sum();
+            let f = 2.0 * dot / vn;
+            for i in k..m {
+                b[i] -= f * v[i - k];
+            }
+        }
+        let mut x = vec![0.0; n];
+        for r in (0..n).rev() {
+            let mut s = b[r];
+            for k in r + 1..n {
+                s -= a[r * n + k] * x[k];
+            }
+            if a[r * n + r] == 0.0 {
+                return None;
+            }
+            x[r] = s / a[r * n + r];
+        }
+        x.iter().all(|v| v.is_finite()).then_some(x)
+    }
+
+    #[test]
+    fn lstsq_same_bits_as_column_by_column() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for trial in 0..300 {
+            let n = 1 + trial % 9;
+            let m = n + rng.random_range(0..200usize);
+            let mut a: Vec<f64> = (0..m * n)
+                .map(|_| rng.random_range(-1.0..1.0) * 10f64.powi(rng.random_range(-3..4)))
+                .collect();
+            if trial % 7 == 0 {
+                // exact zeros and a repeated column
+                for i in 0..m {
+                    a[i * n] = 0.0;
+                    if n > 2 {
+                        a[i * n + 2] = a[i * n + 1];
+                    }
+                }
+            }
+            let b: Vec<f64> = (0..m).map(|_| rng.random_range(-5.0..5.0)).collect();
+            let got = lstsq(a.clone(), b.clone(), m, n);
+            let want = lstsq_column_by_column(a, b, m, n);
+            match (got, want) {
+                (Some(g), Some(w)) => {
+                    let gb: Vec<u64> = g.iter().map(|v| v.to_bits()).collect();
+                    let wb: Vec<u64> = w.iter().map(|v| v.to_bits()).collect();
+                    assert_eq!(gb, wb, "trial {trial}");
+                }
+                (None, None) => {}
+                (g, w) => panic!("trial {trial}: {g:?} vs {w:?}"),
+            }
+        }
+    }
+
     use super::*;
 
     #[test]
