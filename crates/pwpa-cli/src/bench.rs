@@ -57,7 +57,8 @@ pub struct BenchArgs {
     /// Inputs drawn from a normal distribution N(0, SIGMA^2) (as activations are; e.g. 4 for
     /// bench/torch_bench.py's `randn * 4`) instead of uniformly over the table's range and
     /// a 10 % margin on each side. Single-table timings only, not --study or --sweep.
-    #[arg(long, value_name = "SIGMA", allow_negative_numbers = true)]
+    // (allow_hyphen_values: clap's negative numbers do not include `-1e-3`)
+    #[arg(long, value_name = "SIGMA", allow_hyphen_values = true)]
     pub normal: Option<f64>,
     /// Thread coarsening of the CUDA kernel (16-byte chunks in flight per thread: 1, 2, 4, 8).
     #[arg(long)]

@@ -370,12 +370,16 @@ pub struct FitArgs {
     /// Error measure the fit minimises.
     #[arg(long, value_enum, default_value_t = MeasureArg::Abs)]
     error: MeasureArg,
-    /// Find the smallest P (for the given D) whose max error is at most E.
+    /// Find the smallest P (for the given D) whose max error is at most E. The search aims
+    /// 2 % below E (so P − 1 may meet E by less), then checks the table on a dense sweep,
+    /// and on every f32 input of the range where it holds at most 2^25 values or the sweep
+    /// met E by a thin margin (docs/FITTING.md).
     #[arg(
         long,
         value_name = "E",
         conflicts_with = "exact",
-        allow_negative_numbers = true
+        // (not allow_negative_numbers: clap takes `-1e-3` for flags, not a number)
+        allow_hyphen_values = true
     )]
     max_error: Option<f64>,
     /// With --max-error: search the smallest D for the given P instead.

@@ -1620,6 +1620,18 @@ fn plot_and_bench_placeholders_fail_cleanly() {
             &[],
         );
     }
+    // the value as its own argument, in scientific notation (clap read `-1e-3` as flags)
+    fails(
+        &pwpa(&["bench", p(&t), "-n", "16", "--normal", "-1e-3"]),
+        &["--normal must be a positive, finite standard deviation from"],
+        &[],
+    );
+    let out = d.path("neg.json");
+    fails(
+        &pwpa(&["fit", "gelu", "--max-error", "-1e-3", "-o", p(&out)]),
+        &["--max-error must be a positive finite number (got -0.001)"],
+        &[&out],
+    );
     fails(
         &pwpa(&[
             "bench",

@@ -664,7 +664,9 @@ pub fn memh(table: &Table, source: &str) -> String {
     let _ = writeln!(s, "// Left tail: {}.", describe_tail(table.left_tail()));
     let _ = writeln!(s, "// Right tail: {}.", describe_tail(table.right_tail()));
     s.push_str(
-        "// Evaluation (pwpa's convention): NaN -> NaN; x < lo -> left tail; x > hi -> right tail;
+        "// Evaluation (pwpa's convention): NaN -> NaN, and every NaN result (e.g. an extend tail's
+// fma(0, Inf, c)) is the canonical quiet NaN 0x7fc00000 (bf16 0x7fc0, f16 0x7e00), whatever
+// sign and payload the arithmetic gave; x < lo -> left tail; x > hi -> right tail;
 // else piece i (uniform: min(trunc((x - lo) * inv_step), P - 1) in f32; arbitrary: the
 // number of interior breakpoints <= x), t = x - anchor[i] in f32, then Horner with fused
 // multiply-adds, highest power first. Comparisons are IEEE's: -0 == +0, so an input -0

@@ -326,6 +326,21 @@ pub fn from_json(text: &str) -> Result<(Table, Layout)> {
             max: crate::table::MAX_DEGREE,
         });
     }
+    if file.layout == Layout::Soa {
+        // (Table::new checks the AoS order; a file's position is the one to name.)
+        if let Some((index, &value)) = file
+            .coefficients
+            .iter()
+            .enumerate()
+            .find(|(_, v)| !v.is_finite())
+        {
+            return Err(Error::NonFinite {
+                what: "coefficient",
+                index,
+                value,
+            });
+        }
+    }
     let coeffs = match file.layout {
         Layout::Aos => file.coefficients,
         Layout::Soa => soa_to_aos(&file.coefficients, p, file.degree)?,
@@ -844,6 +859,25 @@ mod tests {
         ] {
             let t = from_json(&with(v)).unwrap().0;
             assert_eq!(t.right_tail(), &Tail::Constant { value: want }, "{v}");
+        }
+    }
+
+    /// A non-finite coefficient of an SoA file is named by its position in the file (it
+    /// was named by its AoS position, after the conversion; a user audit, 2026-11-29).
+    #[test]
+    fn soa_non_finite_coefficient_named_by_file_position() {
+        let doc = |layout: &str| {
+            format!(
+                r#"{{"format": "pwpa-table", "version": 1, "degree": 1,
+                "breakpoints": {{"kind": "uniform", "lo": 0, "hi": 1, "partitions": 2}},
+                "anchors": [0, 0.5], "layout": "{layout}",
+                "coefficients": [1.0, 1e39, 2.0, 11.0],
+                "tails": {{"left": {{"kind": "clamp"}}, "right": {{"kind": "clamp"}}}}}}"#
+            )
+        };
+        for layout in ["aos", "soa"] {
+            let e = from_json(&doc(layout)).unwrap_err().to_string();
+            assert!(e.contains("coefficient 1 is not finite"), "{layout}: {e}");
         }
     }
 

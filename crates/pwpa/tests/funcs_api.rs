@@ -442,6 +442,41 @@ fn samples_pchip_interpolates_and_is_monotone() {
         let x = i as f64 * 0.1;
         assert!((l.eval(x) - (2.0 * x - 1.0)).abs() < 1e-13, "{x}");
     }
+    // Relative accuracy next to a sample point where y = 0 (a user audit, 2026-11-29: the
+    // basis-function form gave 0 at x = -1e-30 and -1.11e-16 at -3.85e-16 on this line).
+    let z = Target::from_samples(vec![-1.0, 0.0, 1.0], vec![-1.0, 0.0, 1.0]).unwrap();
+    for x in [-1e-30, -3.85e-16, 1e-300, 2.5e-9, -0.25, 0.4999, 0.5, 0.7] {
+        let v = z.eval(x);
+        assert!((v - x).abs() <= 1e-15 * x.abs(), "{x}: {v}");
+    }
+    // The same cubic as the Hermite basis-function form (an independent formula), on
+    // random data; continuous at the midpoints where the form switches ends.
+    let hx: Vec<f64> = (0..40)
+        .map(|i| i as f64 + ((i * 7919) % 13) as f64 / 17.0)
+        .collect();
+    let hy: Vec<f64> = hx.iter().map(|&x| (0.7 * x).sin() * x.sqrt()).collect();
+    let ht = Target::from_samples(hx.clone(), hy.clone()).unwrap();
+    let eps = 1e-6;
+    let slope = |k: usize| (ht.eval(hx[k] + eps) - ht.eval(hx[k] - eps)) / (2.0 * eps);
+    for k in 1..hx.len() - 2 {
+        let (d0, d1) = (slope(k), slope(k + 1));
+        let (x0, x1, y0, y1) = (hx[k], hx[k + 1], hy[k], hy[k + 1]);
+        let h = x1 - x0;
+        for j in 0..=64 {
+            let t = j as f64 / 64.0;
+            let (t2, t3) = (t * t, t * t * t);
+            let want = (2.0 * t3 - 3.0 * t2 + 1.0) * y0
+                + (t3 - 2.0 * t2 + t) * h * d0
+                + (-2.0 * t3 + 3.0 * t2) * y1
+                + (t3 - t2) * h * d1;
+            let got = ht.eval(x0 + t * h);
+            // (d0, d1 estimated by central differences: good to about 1e-7 here)
+            assert!(
+                (got - want).abs() <= 1e-6,
+                "piece {k}, t = {t}: {got} vs {want}"
+            );
+        }
+    }
     // Flat data stays flat (no overshoot), known PCHIP property.
     let fx = vec![0.0, 1.0, 2.0, 3.0];
     let fy = vec![0.0, 1.0, 1.0, 0.0];

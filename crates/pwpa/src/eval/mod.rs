@@ -4,9 +4,10 @@
 //! for arbitrary breakpoints) and evaluates slices of f32, f16 or bf16 into slices of
 //! any of the three, with exactly the oracle's f32 operations and one rounding at the
 //! end. On x86_64 CPUs with AVX-512 (F, BW, VL) it uses 16-lane kernels (coefficients
-//! and breakpoint searches in registers, tails vectorised; see `avx512.rs`), with
-//! AVX2, FMA and F16C 8-lane kernels (also used for arbitrary breakpoints with
-//! P > 64), elsewhere a portable scalar kernel; the choice is made at run time
+//! and breakpoint searches in registers for small tables, row loads or gathers and a
+//! lookup grid for large ones, tails vectorised; see `avx512.rs`) for every table, on
+//! CPUs with AVX2, FMA and F16C but not AVX-512 8-lane kernels, elsewhere a portable
+//! scalar kernel; the choice is made at run time
 //! ([`Backend::detect`]) and can be forced ([`Evaluator::with_backend`]). On Intel
 //! CPUs the AVX-512 kernel reads the per-lane coefficient rows (tables of more than 128
 //! pieces and degree ≥ 1) by 64-bit gathers when a row has at most six columns, on AMD
@@ -98,8 +99,8 @@ pub enum Backend {
     Portable,
     /// x86_64 AVX2 + FMA + F16C, 8 lanes.
     Avx2,
-    /// x86_64 AVX-512 (F, BW, VL) + FMA + F16C, 16 lanes, for tables with P ≤ 256
-    /// (uniform breakpoints) or P ≤ 64 (arbitrary); other tables run the AVX2 kernel.
+    /// x86_64 AVX-512 (F, BW, VL) + FMA + F16C, 16 lanes, for every table (coefficients
+    /// in registers for small tables, rows from memory and a lookup grid for large ones).
     Avx512,
 }
 

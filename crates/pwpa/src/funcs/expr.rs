@@ -502,7 +502,7 @@ impl Normalizer {
                             self.i += 1;
                         }
                     } else {
-                        self.i = save; // `2e` is 2 times e: left to exmex
+                        self.i = save; // `2e`: the number ends before the e (exmex then refuses `2 e`)
                     }
                 }
                 let lit: String = self.c[start..self.i].iter().collect();

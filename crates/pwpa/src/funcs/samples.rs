@@ -236,16 +236,25 @@ impl Samples {
         }
         // First k with xs[k+1] > x.
         let k = self.xs[1..].partition_point(|&b| b <= x).min(n - 2);
-        let h = self.xs[k + 1] - self.xs[k];
-        let t = (x - self.xs[k]) / h;
+        let (x0, x1) = (self.xs[k], self.xs[k + 1]);
+        let h = x1 - x0;
         let (y0, y1, d0, d1) = (self.ys[k], self.ys[k + 1], self.ds[k], self.ds[k + 1]);
-        let t2 = t * t;
-        let t3 = t2 * t;
-        let h00 = 2.0 * t3 - 3.0 * t2 + 1.0;
-        let h10 = t3 - 2.0 * t2 + t;
-        let h01 = -2.0 * t3 + 3.0 * t2;
-        let h11 = t3 - t2;
-        h00 * y0 + h10 * h * d0 + h01 * y1 + h11 * h * d1
+        // The cubic Hermite interpolant as a polynomial in the distance u from the nearer
+        // sample point, y + d·u + c2·u² + c3·u³: its value there is that sample's y, and
+        // a small u gives y + d·u without cancellation. (The basis-function form
+        // h00·y0 + h10·h·d0 + h01·y1 + h11·h·d1 lost y0's term only by cancellation next
+        // to x1: on linear data through (0, 0) it gave 0 at x = −1e-30, and relative fits
+        // put their pieces there; a user audit, 2026-11-29.)
+        let (y, d, u, c2, c3) = if x - x0 <= x1 - x {
+            // from x0, u ≥ 0: A = c2 + c3·h, B = 2·c2 + 3·c3·h
+            let (a, b) = ((y1 - y0 - d0 * h) / (h * h), (d1 - d0) / h);
+            (y0, d0, x - x0, 3.0 * a - b, (b - 2.0 * a) / h)
+        } else {
+            // from x1, u < 0: A = c2 − c3·h, B = −2·c2 + 3·c3·h
+            let (a, b) = ((y0 - y1 + d1 * h) / (h * h), (d0 - d1) / h);
+            (y1, d1, x - x1, 3.0 * a + b, (b + 2.0 * a) / h)
+        };
+        y + u * (d + u * (c2 + u * c3))
     }
 }
 
