@@ -10,7 +10,7 @@
 //! other bits on the CPU than the oracle, the GPU and the report promise (subnormal
 //! results flushed to zero, or rounded the other way), and an `--exact` fit fails.
 //!
-//! [`Ieee`] sets the defaults for a scope and puts the caller's mode back when the scope
+//! `Ieee` (crate-private) sets the defaults for a scope and puts the caller's mode back when the scope
 //! ends. Every entry point that computes (the oracle, each chunk of the fast path, the
 //! fitter, the reports) and every closure that rayon runs on its workers takes one. The
 //! check costs a read of the control register; the register is written only where the

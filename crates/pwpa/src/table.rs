@@ -538,6 +538,10 @@ fn check_count(found: usize, partitions: usize, degree: usize) -> Result<()> {
 }
 
 /// A piecewise polynomial table. Coefficients are held in AoS order.
+///
+/// `==` compares values as f32 does: a coefficient, breakpoint or tail value of −0 equals
+/// one of +0, although the two tables can give results that differ in the sign of a zero.
+/// [`Table::same_bits`] compares every bit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Table {
     breakpoints: Breakpoints,
@@ -717,10 +721,17 @@ impl Table {
         }
     }
 
+    /// Whether the two tables are identical bit for bit: every f32 (the sign of a zero
+    /// included), the layout-independent content and `meta` — what the JSON format
+    /// writes. `==` instead compares f32 values, so −0 equals +0.
+    pub fn same_bits(&self, other: &Table) -> bool {
+        crate::format::to_json(self, Layout::Aos) == crate::format::to_json(other, Layout::Aos)
+    }
+
     /// The scalar reference evaluator (the oracle) in f32. A NaN result is the canonical
     /// quiet NaN (0x7FC00000), as every evaluator writes it. Computed in IEEE 754 default
-    /// mode whatever the thread's mode (subnormals kept, round to nearest: see
-    /// [`crate::fpenv`]).
+    /// mode whatever the thread's mode (subnormals kept, round to nearest; FORMAT.md's
+    /// evaluation convention).
     #[inline]
     pub fn eval_f32(&self, x: f32) -> f32 {
         let _ieee = crate::fpenv::Ieee::enter();
@@ -948,6 +959,31 @@ pub fn affine_anchors(anchors: &[f32]) -> Option<(f32, f32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `==` treats −0 as +0 (f32's comparison); `same_bits` tells the tables apart, as
+    /// their results differ in the sign of a zero (a user audit, 2026-11-29).
+    #[test]
+    fn same_bits_sees_the_sign_of_zero() {
+        let mk = |z: f32| {
+            Table::new(
+                Breakpoints::uniform(0.0, 1.0, 1).unwrap(),
+                0,
+                vec![0.0],
+                vec![z],
+                Tail::Constant { value: z },
+                Tail::Clamp,
+            )
+            .unwrap()
+        };
+        let (a, c) = (mk(0.0), mk(-0.0));
+        assert_eq!(a, c);
+        assert_ne!(a.eval_f32(-5.0).to_bits(), c.eval_f32(-5.0).to_bits());
+        assert!(!a.same_bits(&c));
+        assert!(a.same_bits(&a.clone()));
+        let mut m = a.clone();
+        m.meta.insert("note".into(), "x".into());
+        assert!(!a.same_bits(&m));
+    }
 
     #[test]
     fn layout_conversions_of_impossible_sizes_are_errors() {

@@ -478,6 +478,18 @@ fn bad_input_gets_clear_errors() {
             "{e}"
         );
     }
+    // exp_tails_at_ends without exp_tails was ignored silently (a user audit, 2026-11-29)
+    let e = fit_function(
+        &func,
+        &FitOptions {
+            range: Some((0.5, 2.0)),
+            exp_tails_at_ends: true,
+            ..opts()
+        },
+        &|_| {},
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("set exp_tails too"), "{e}");
     let e = fit_function(
         &func,
         &FitOptions {

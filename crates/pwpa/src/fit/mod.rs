@@ -688,6 +688,12 @@ fn fit_function_inner(
             max: MAX_PARTITIONS,
         });
     }
+    if opts.exp_tails_at_ends && !opts.exp_tails {
+        // (the CLI's --exp-tails-at-ends requires --exp-tails; Python refuses it too)
+        return Err(Error::InvalidArgument(
+            "exp_tails_at_ends places exp2 tails: set exp_tails too".into(),
+        ));
+    }
     let degree_search_of_0 = matches!(
         opts.goal,
         Goal::MaxError {

@@ -462,7 +462,10 @@ impl Target {
     /// table records it but cannot evaluate it after loading, so `pwpa info` needs
     /// `--function`). Default range [−8, 8] and Extend tails, as for an expression; f
     /// should be accurate to a few f64 ulps, as the catalogue's references are. A NaN or
-    /// infinite value in the fit range is an error naming x; a panic in f propagates out
+    /// infinite value that the fit's checks meet in the fit range (a dense grid of
+    /// 8193 points, then the fit's and the report's own samples) is an error naming x;
+    /// a non-finite value on an interval narrower than their spacing can go unseen.
+    /// A panic in f propagates out
     /// of the fit, report or check that called it (on a rayon worker, re-raised in the
     /// caller's thread).
     pub fn from_fn(
