@@ -387,20 +387,23 @@ pub(crate) fn takeover(
                     .count()
                     <= base_wrong
         };
-        for deg in (n - 1).max(1)..=MAX_TAIL_DEGREE {
-            if let Some(q) = exact_fit_q(g, dt, refs_all, c, right, deg) {
-                if ok(&q) {
-                    return Some(Takeover {
-                        end: c,
-                        tail: Tail::Exp2 {
-                            negative: *negative,
-                            anchor: c,
-                            coeffs: q,
-                        },
-                        log2_error: ft.log2_error,
-                    });
-                }
-            }
+        // (The degrees in parallel; the lowest that qualifies wins, as in order.)
+        let refit = ((n - 1).max(1)..=MAX_TAIL_DEGREE)
+            .into_par_iter()
+            .find_map_first(|deg| {
+                let _ieee = crate::fpenv::Ieee::enter();
+                exact_fit_q(g, dt, refs_all, c, right, deg).filter(|q| ok(q))
+            });
+        if let Some(q) = refit {
+            return Some(Takeover {
+                end: c,
+                tail: Tail::Exp2 {
+                    negative: *negative,
+                    anchor: c,
+                    coeffs: q,
+                },
+                log2_error: ft.log2_error,
+            });
         }
     }
     None
@@ -575,8 +578,16 @@ pub(crate) fn refine_exact(
         return None;
     }
     let mut best: Option<(usize, Vec<f32>)> = None;
-    for deg in (coeffs.len() - 1).max(1)..=MAX_TAIL_DEGREE {
-        let Some(q) = exact_fit_q(g, dt, refs_all, *anchor, right, deg) else {
+    // (The degrees' fits in parallel, then taken in order as before.)
+    let fits: Vec<Option<Vec<f32>>> = ((coeffs.len() - 1).max(1)..=MAX_TAIL_DEGREE)
+        .into_par_iter()
+        .map(|deg| {
+            let _ieee = crate::fpenv::Ieee::enter();
+            exact_fit_q(g, dt, refs_all, *anchor, right, deg)
+        })
+        .collect();
+    for q in fits {
+        let Some(q) = q else {
             continue;
         };
         let (w, win) = count(&q);
