@@ -1656,7 +1656,9 @@ fn search_error(
     // D = 6, a 1.15e-7 goal took 16 pieces at 1.144e-7 on the sweep and 1.175e-7 on every
     // f32 (an audit, 2026-11-29). A sweep that meets the target by less than 15 % of the
     // noise it saw (its error above the f64 fit's) is then followed by
-    // [`random_error`]'s 2^23 more points, and the larger maximum counts.
+    // [`random_error`]'s 2^23 more points, and the larger maximum counts (a cheap
+    // rejection: the scan near the floor uses it alone); a table that passes them is then
+    // decided on every f32 input below.
     // (the dense sweep's maximum, and the random inputs' where they were checked)
     let check = |pcs: &Pieces| -> Result<(f64, Option<f64>)> {
         let t = pcs.table(Tail::Clamp, Tail::Clamp)?;

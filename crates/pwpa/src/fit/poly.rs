@@ -139,11 +139,20 @@ pub(crate) fn solve(mut a: Vec<f64>, mut b: Vec<f64>, n: usize) -> Option<Vec<f6
             }
         }
     }
+    back_substitute(&a, &b, n)
+}
+
+/// x from the upper triangle of `a` (n×n at least, row-major with n columns) and `b`:
+/// None for a zero diagonal entry or a non-finite result.
+fn back_substitute(a: &[f64], b: &[f64], n: usize) -> Option<Vec<f64>> {
     let mut x = vec![0.0; n];
     for r in (0..n).rev() {
         let mut s = b[r];
         for k in r + 1..n {
             s -= a[r * n + k] * x[k];
+        }
+        if a[r * n + r] == 0.0 {
+            return None;
         }
         x[r] = s / a[r * n + r];
     }
@@ -212,18 +221,7 @@ pub(crate) fn lstsq(mut a: Vec<f64>, mut b: Vec<f64>, m: usize, n: usize) -> Opt
         }
         carried = next.then_some(next_norm2);
     }
-    let mut x = vec![0.0; n];
-    for r in (0..n).rev() {
-        let mut s = b[r];
-        for k in r + 1..n {
-            s -= a[r * n + k] * x[k];
-        }
-        if a[r * n + r] == 0.0 {
-            return None;
-        }
-        x[r] = s / a[r * n + r];
-    }
-    x.iter().all(|v| v.is_finite()).then_some(x)
+    back_substitute(&a, &b, n)
 }
 
 /// The weighted approximation problem on s ∈ [-1, 1]:
@@ -827,18 +825,7 @@ mod tests {
                 b[i] -= f * v[i - k];
             }
         }
-        let mut x = vec![0.0; n];
-        for r in (0..n).rev() {
-            let mut s = b[r];
-            for k in r + 1..n {
-                s -= a[r * n + k] * x[k];
-            }
-            if a[r * n + r] == 0.0 {
-                return None;
-            }
-            x[r] = s / a[r * n + r];
-        }
-        x.iter().all(|v| v.is_finite()).then_some(x)
+        back_substitute(&a, &b, n)
     }
 
     #[test]

@@ -360,21 +360,23 @@ pub(crate) fn takeover(
                 .count();
             w <= base_wrong
         });
+        // The candidate's takeover with exponent q.
+        let take = |q: Vec<f32>| Takeover {
+            end: c,
+            tail: Tail::Exp2 {
+                negative: *negative,
+                anchor: c,
+                coeffs: q,
+            },
+            log2_error: ft.log2_error,
+        };
         if let Some(&(d1, d0)) = found {
             let mut q = coeffs.clone();
             q[n - 1] = nudge(q[n - 1], d0);
             if n >= 2 {
                 q[n - 2] = nudge(q[n - 2], d1);
             }
-            return Some(Takeover {
-                end: c,
-                tail: Tail::Exp2 {
-                    negative: *negative,
-                    anchor: c,
-                    coeffs: q,
-                },
-                log2_error: ft.log2_error,
-            });
+            return Some(take(q));
         }
         // Then q refitted to the type's inputs ([`exact_fit_q`]), degree by degree.
         let ok = |q: &[f32]| {
@@ -395,15 +397,7 @@ pub(crate) fn takeover(
                 exact_fit_q(g, dt, refs_all, c, right, deg).filter(|q| ok(q))
             });
         if let Some(q) = refit {
-            return Some(Takeover {
-                end: c,
-                tail: Tail::Exp2 {
-                    negative: *negative,
-                    anchor: c,
-                    coeffs: q,
-                },
-                log2_error: ft.log2_error,
-            });
+            return Some(take(q));
         }
     }
     None
